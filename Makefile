@@ -1,0 +1,28 @@
+# The two commands the README promises. Both set everything up on a fresh machine.
+.PHONY: demo test lint unit integration setup clean
+
+export DBT_SEND_ANONYMOUS_USAGE_STATS := false
+export PYSPARK_PYTHON := $(CURDIR)/.venv/bin/python
+
+setup:
+	@bash scripts/bootstrap.sh
+
+demo: setup
+	.venv/bin/retrylake demo
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/sqlfluff lint models macros tests/dbt
+
+unit: setup
+	.venv/bin/pytest -m "not integration" tests/unit
+
+integration: setup
+	.venv/bin/pytest -m integration tests/integration
+
+test: lint
+	.venv/bin/pytest
+
+clean:
+	rm -rf lakehouse target logs

@@ -1,0 +1,137 @@
+-- Deliveries of the lifecycles in this run's scope: SubBefore joined to SubAfter on request id
+-- and message id (§5.2), one row per delivery, duplicates removed.
+with
+
+scope as (
+    select * from {{ ref('int_lifecycle_scope') }}
+),
+
+sub_before as (
+    select * from {{ ref('stg_trace__sub_before') }}
+),
+
+sub_after as (
+    select * from {{ ref('stg_trace__sub_after') }}
+),
+
+scoped_sub_before as (
+    select sub_before.*
+    from sub_before
+    left semi join scope
+        on
+            sub_before.consumer_group = scope.consumer_group
+            and sub_before.msg_id = scope.msg_id
+),
+
+-- A trace message can be re-sent with different neighbours; keep one copy of each record.
+ranked_sub_before as (
+    select
+        *,
+        row_number() over (
+            partition by consumer_group, msg_id, request_id
+            order by consume_started_at, trace_stored_at, source_file, line_number, record_index
+        ) as copy_number
+    from scoped_sub_before
+),
+
+unique_sub_before as (
+    select * from ranked_sub_before
+    where copy_number = 1
+),
+
+scoped_sub_after as (
+    select sub_after.*
+    from sub_after
+    left semi join scope
+        on sub_after.msg_id = scope.msg_id
+),
+
+ranked_sub_after as (
+    select
+        *,
+        row_number() over (
+            partition by request_id, msg_id
+            order by field_count desc, trace_stored_at, source_file, line_number, record_index
+        ) as copy_number
+    from scoped_sub_after
+),
+
+unique_sub_after as (
+    select * from ranked_sub_after
+    where copy_number = 1
+),
+
+paired as (
+    select
+        unique_sub_before.consumer_group,
+        unique_sub_before.msg_id,
+        unique_sub_before.request_id,
+        unique_sub_before.reconsume_times,
+        coalesce(unique_sub_before.keys, unique_sub_after.keys) as keys,
+        unique_sub_before.client_host,
+        unique_sub_before.consume_started_at,
+        unique_sub_after.request_id is not null as has_result,
+        unique_sub_after.cost_ms,
+        unique_sub_after.is_success,
+        unique_sub_after.context_code,
+        coalesce(
+            unique_sub_after.consume_ended_at,
+            {{ add_millis('unique_sub_before.consume_started_at', 'unique_sub_after.cost_ms') }}
+        ) as result_ended_at
+    from unique_sub_before
+    left join unique_sub_after
+        on
+            unique_sub_before.request_id = unique_sub_after.request_id
+            and unique_sub_before.msg_id = unique_sub_after.msg_id
+),
+
+labelled as (
+    select
+        *,
+        -- contextCode is the ConsumeReturnType ordinal (§4).
+        case context_code
+            when 0 then 'SUCCESS'
+            when 1 then 'TIME_OUT'
+            when 2 then 'EXCEPTION'
+            when 3 then 'RETURNNULL'
+            when 4 then 'FAILED'
+        end as return_type
+    from paired
+),
+
+sequenced as (
+    select
+        *,
+        row_number() over delivery_order as delivery_number,
+        lead(consume_started_at) over delivery_order as next_consume_started_at,
+        min(consume_started_at) over lifecycle as first_consume_at
+    from labelled
+    window
+        lifecycle as (partition by consumer_group, msg_id),
+        delivery_order as (
+            partition by consumer_group, msg_id
+            order by consume_started_at, reconsume_times, request_id
+        )
+),
+
+final as (
+    select
+        consumer_group,
+        msg_id,
+        request_id,
+        delivery_number,
+        reconsume_times,
+        keys,
+        client_host,
+        return_type,
+        is_success,
+        has_result,
+        cost_ms,
+        consume_started_at,
+        case when has_result then result_ended_at end as consume_ended_at,
+        next_consume_started_at,
+        to_date(first_consume_at) as lifecycle_date
+    from sequenced
+)
+
+select * from final

@@ -1,0 +1,26 @@
+-- One row per delivery of a message to a consumer group.
+with
+
+attempts as (
+    select * from {{ ref('int_consume_attempts') }}
+),
+
+final as (
+    select
+        consumer_group,
+        msg_id,
+        request_id,
+        delivery_number,
+        reconsume_times,
+        keys,
+        client_host,
+        consume_started_at,
+        consume_ended_at,
+        cost_ms,
+        return_type,
+        is_success,
+        lifecycle_date
+    from attempts
+)
+
+select * from final

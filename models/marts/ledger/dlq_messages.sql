@@ -1,0 +1,39 @@
+-- The compensation work list: every message a consumer group sent to its dead-letter queue.
+with
+
+lifecycles as (
+    select * from {{ ref('int_message_lifecycles') }}
+    where final_state = 'DLQ'
+),
+
+dlq_decisions as (
+    select * from {{ ref('int_retry_decisions') }}
+    where decision = 'DLQ'
+),
+
+final as (
+    select
+        lifecycles.consumer_group,
+        dlq_decisions.target_topic as dlq_topic,
+        lifecycles.msg_id,
+        lifecycles.origin_msg_id,
+        lifecycles.topic,
+        lifecycles.keys,
+        lifecycles.tags,
+        -- The DLQ copy stores the failed delivery's count plus one (spec §1.2 step 10).
+        dlq_decisions.next_reconsume_times as reconsume_times,
+        lifecycles.deliveries,
+        dlq_decisions.failed_at as last_failed_at,
+        dlq_decisions.entered_dlq_at,
+        dlq_decisions.dlq_reason as reason,
+        'PREDICTED' as evidence,
+        lifecycles.lifecycle_date
+    from lifecycles
+    inner join dlq_decisions
+        on
+            lifecycles.consumer_group = dlq_decisions.consumer_group
+            and lifecycles.msg_id = dlq_decisions.msg_id
+            and lifecycles.dlq_at = dlq_decisions.entered_dlq_at
+)
+
+select * from final

@@ -1,0 +1,71 @@
+-- Retry health per consumer group and day. A day is the cohort of messages first delivered to
+-- the group that UTC day, so its rates and percentiles describe whole lifecycles.
+with
+
+lifecycles as (
+    select * from {{ ref('int_message_lifecycles') }}
+),
+
+attempts as (
+    select * from {{ ref('int_consume_attempts') }}
+),
+
+first_deliveries as (
+    select
+        consumer_group,
+        lifecycle_date,
+        count_if(not is_success) as first_try_failures
+    from attempts
+    where delivery_number = 1
+    group by consumer_group, lifecycle_date
+),
+
+cohorts as (
+    select
+        consumer_group,
+        lifecycle_date,
+        count(*) as messages,
+        sum(deliveries) as deliveries,
+        sum(deliveries - 1) as retries,
+        count_if(deliveries > 1) as retried_messages,
+        count_if(final_state = 'CONSUMED') as consumed,
+        count_if(final_state = 'DLQ') as dlq,
+        count_if(final_state = 'DROPPED') as dropped,
+        count_if(final_state in ('WAITING_RETRY', 'RETRY_OVERDUE', 'IN_FLIGHT')) as still_open,
+        percentile(deliveries, 0.5) as p50_deliveries,
+        percentile(deliveries, 0.95) as p95_deliveries,
+        percentile(time_to_success_ms, 0.5) as p50_time_to_success_ms,
+        percentile(time_to_success_ms, 0.95) as p95_time_to_success_ms
+    from lifecycles
+    group by consumer_group, lifecycle_date
+),
+
+final as (
+    select
+        cohorts.consumer_group,
+        cohorts.messages,
+        cohorts.deliveries,
+        coalesce(first_deliveries.first_try_failures, 0) as first_try_failures,
+        cohorts.retries,
+        cohorts.retried_messages,
+        cohorts.consumed,
+        cohorts.dlq,
+        cohorts.dropped,
+        cohorts.still_open,
+        cohorts.retried_messages / cohorts.messages as retry_rate,
+        cohorts.dlq / cohorts.messages as dlq_rate,
+        coalesce(first_deliveries.first_try_failures, 0) / cohorts.messages
+            as first_try_failure_rate,
+        cohorts.p50_deliveries,
+        cohorts.p95_deliveries,
+        cohorts.p50_time_to_success_ms,
+        cohorts.p95_time_to_success_ms,
+        cohorts.lifecycle_date as stat_date
+    from cohorts
+    left join first_deliveries
+        on
+            cohorts.consumer_group = first_deliveries.consumer_group
+            and cohorts.lifecycle_date = first_deliveries.lifecycle_date
+)
+
+select * from final

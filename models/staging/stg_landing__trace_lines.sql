@@ -1,0 +1,123 @@
+{{ config(materialized='incremental', incremental_strategy='append') }}
+
+{#- One row per line of every landing file, parsed or not. Files are immutable once landed
+    (write to a hidden or temporary name, then rename): a file already ingested is not read
+    again. -#}
+{%- set load_id = next_load_id() %}
+
+with
+
+landing_files as (
+    select
+        _metadata.file_path as source_file,
+        value as file_text
+    from {{ source('landing', 'trace_files') }}
+),
+
+unread_files as (
+    select
+        landing_files.source_file,
+        landing_files.file_text
+    from landing_files
+    {% if is_incremental() %}
+        left anti join (select distinct source_file from {{ this }}) as ingested
+            on landing_files.source_file = ingested.source_file
+    {% endif %}
+),
+
+file_lines as (
+    select
+        source_file,
+        split(file_text, '\n') as lines
+    from unread_files
+),
+
+numbered_lines as (
+    select
+        file_lines.source_file,
+        size(file_lines.lines) as line_count,
+        numbered.line_index + 1 as line_number,
+        regexp_replace(numbered.line_text, '\r$', '') as line_text
+    from file_lines
+    lateral view posexplode(file_lines.lines) numbered as line_index, line_text
+),
+
+-- The newline that ends the last line does not start another one.
+physical_lines as (
+    select
+        source_file,
+        line_number,
+        line_text
+    from numbered_lines
+    where not (line_number = line_count and line_text = '')
+),
+
+parsed as (
+    select
+        source_file,
+        line_number,
+        line_text,
+        from_json(
+            line_text,
+            'msgId string, storeTimestamp string, storeHost string, keys string,'
+            || ' body string, bodyBase64 string, _corrupt_record string',
+            map('columnNameOfCorruptRecord', '_corrupt_record')
+        ) as trace_message
+    from physical_lines
+),
+
+decoded as (
+    select
+        source_file,
+        line_number,
+        line_text,
+        trace_message,
+        try_to_binary(trace_message.bodyBase64, 'base64') as body_bytes
+    from parsed
+),
+
+checked as (
+    select
+        source_file,
+        line_number,
+        line_text,
+        trace_message.msgId as trace_msg_id,
+        cast(trace_message.storeTimestamp as bigint) as store_ts_ms,
+        trace_message.storeHost as store_host,
+        trace_message.keys as trace_keys,
+        coalesce(trace_message.body, cast(body_bytes as string)) as body,
+        case
+            when trim(line_text) = '' then 'empty line'
+            when not is_valid_utf8(line_text) then 'line is not valid UTF-8'
+            when trace_message is null or trace_message._corrupt_record is not null
+                then 'not a JSON object'
+            when trace_message.msgId is null or trace_message.msgId = '' then 'missing msgId'
+            when not coalesce(trace_message.storeTimestamp rlike '^[0-9]+$', false)
+                then 'storeTimestamp missing or not a number'
+            when trace_message.body is null and trace_message.bodyBase64 is null
+                then 'neither body nor bodyBase64'
+            when trace_message.body is null and body_bytes is null
+                then 'bodyBase64 is not valid base64'
+            when not is_valid_utf8(coalesce(trace_message.body, cast(body_bytes as string)))
+                then 'body is not valid UTF-8'
+        end as line_error
+    from decoded
+),
+
+final as (
+    select
+        cast({{ load_id }} as bigint) as load_id,
+        source_file,
+        line_number,
+        case when line_error is null then trace_msg_id end as trace_msg_id,
+        case when line_error is null then timestamp_millis(store_ts_ms) end as trace_stored_at,
+        case when line_error is null then store_host end as store_host,
+        case when line_error is null then trace_keys end as trace_keys,
+        case when line_error is null then body end as body,
+        line_error,
+        -- Raw text is kept only where someone must look at it: the quarantined lines.
+        case when line_error is not null then line_text end as raw_text
+    from checked
+)
+
+select * from final

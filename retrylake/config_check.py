@@ -1,0 +1,112 @@
+"""Check the configuration seeds before dbt touches any table.
+
+dbt loads seeds as part of the build, so a bad delay string would otherwise be found only after
+tables had changed. The checks reuse the broker's own parser from spark_udfs.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from retrylake.errors import ConfigError
+from spark_udfs import DelayLevelError, parse_delay_levels
+
+MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
+CONSUME_MODES = ("CONCURRENTLY", "ORDERLY")
+CLIENT_LINES = ("remoting-4.9", "remoting-5", "grpc-5")
+GROUP_COLUMNS = (
+    "consumer_group",
+    "message_model",
+    "consume_mode",
+    "max_reconsume_times",
+    "suspend_current_queue_time_millis",
+    "retry_queue_nums",
+    "delay_level_when_next_consume",
+    "broker_cluster",
+    "client_line",
+    "group_retry_policy",
+)
+DELAY_COLUMNS = ("broker_cluster", "message_delay_level")
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    if not path.exists():
+        raise ConfigError(f"{path}: file not found")
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header = tuple(reader.fieldnames or ())
+        if header != columns:
+            raise ConfigError(f"{path}, row 1: header is {list(header)}, expected {list(columns)}")
+        # Row numbers as a spreadsheet shows them: the header is row 1.
+        return [(number, row) for number, row in enumerate(reader, start=2)]
+
+
+def _integer(path: Path, number: int, row: dict[str, str], column: str, minimum: int) -> None:
+    value = row[column]
+    if value in ("", None):
+        return
+    try:
+        parsed = int(value)
+    except ValueError:
+        raise ConfigError(f"{path}, row {number}, {column}: {value!r} is not a whole number") from None
+    if parsed < minimum:
+        raise ConfigError(f"{path}, row {number}, {column}: {value!r} is below {minimum}")
+
+
+def _choice(
+    path: Path, number: int, row: dict[str, str], column: str, allowed: tuple[str, ...]
+) -> None:
+    value = row[column]
+    if value not in ("", *allowed):
+        raise ConfigError(
+            f"{path}, row {number}, {column}: {value!r} is not one of {', '.join(allowed)}"
+        )
+
+
+def check_delay_levels(path: Path) -> None:
+    seen: dict[str, int] = {}
+    for number, row in _rows(path, DELAY_COLUMNS):
+        cluster = row["broker_cluster"]
+        if not cluster:
+            raise ConfigError(f"{path}, row {number}, broker_cluster: empty")
+        if cluster in seen:
+            raise ConfigError(
+                f"{path}, row {number}, broker_cluster: {cluster!r} is listed twice "
+                f"(also row {seen[cluster]})"
+            )
+        seen[cluster] = number
+        try:
+            parse_delay_levels(row["message_delay_level"])
+        except DelayLevelError as error:
+            raise ConfigError(f"{path}, row {number}, message_delay_level: {error}") from None
+    if "*" not in seen:
+        raise ConfigError(f"{path}: no default row with broker_cluster '*'")
+
+
+def check_consumer_groups(path: Path) -> None:
+    seen: dict[str, int] = {}
+    for number, row in _rows(path, GROUP_COLUMNS):
+        group = row["consumer_group"]
+        if not group:
+            raise ConfigError(f"{path}, row {number}, consumer_group: empty")
+        if group in seen:
+            raise ConfigError(
+                f"{path}, row {number}, consumer_group: {group!r} is listed twice "
+                f"(also row {seen[group]})"
+            )
+        seen[group] = number
+        _choice(path, number, row, "message_model", MESSAGE_MODELS)
+        _choice(path, number, row, "consume_mode", CONSUME_MODES)
+        _choice(path, number, row, "client_line", CLIENT_LINES)
+        _integer(path, number, row, "max_reconsume_times", -1)
+        _integer(path, number, row, "suspend_current_queue_time_millis", 0)
+        _integer(path, number, row, "retry_queue_nums", -(2**31))
+        _integer(path, number, row, "delay_level_when_next_consume", -(2**31))
+
+
+def check_configuration(project_dir: Path) -> None:
+    """Raise ConfigError naming the file, row and value of the first problem found."""
+    seeds = project_dir / "seeds"
+    check_delay_levels(seeds / "broker_delay_levels.csv")
+    check_consumer_groups(seeds / "consumer_groups.csv")

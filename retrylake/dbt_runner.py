@@ -1,0 +1,41 @@
+"""Run dbt in-process on the embedded session, so models can call the registered Python UDFs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from retrylake.lakehouse import Lakehouse
+
+
+class DbtFailedError(RuntimeError):
+    """dbt reported a failure; its own output already shows which node and why."""
+
+
+def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> list[str]:
+    """Complete a dbt command line with the project, profile and lakehouse-local paths."""
+    args = list(command)
+    defaults = {
+        "--project-dir": str(project_dir),
+        "--profiles-dir": str(project_dir / "profiles"),
+        "--target-path": str(lakehouse.dbt_target),
+        "--log-path": str(lakehouse.dbt_logs),
+    }
+    for flag, value in defaults.items():
+        if flag not in args:
+            args += [flag, value]
+    if "--vars" not in args:
+        args += ["--vars", json.dumps({"landing_path": str(lakehouse.landing)})]
+    return args
+
+
+def run_dbt(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> None:
+    """Invoke dbt with ``command`` (e.g. ``["build"]``); raise DbtFailedError when it fails."""
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke(dbt_args(command, project_dir, lakehouse))
+    if not result.success:
+        reason = f": {result.exception}" if result.exception else ""
+        raise DbtFailedError(f"dbt {command[0]} failed{reason}")

@@ -1,0 +1,68 @@
+"""The lakehouse folder: where the metastore, warehouse, landing zone and dbt artefacts live.
+
+Everything a build writes stays inside one folder, so two lakehouses never interfere.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+
+class LakehouseBusyError(RuntimeError):
+    """Another retrylake process holds the lakehouse (the Derby metastore admits one)."""
+
+
+@dataclass(frozen=True)
+class Lakehouse:
+    root: Path
+    landing: Path
+
+    @classmethod
+    def resolve(cls, lakehouse: str | None, landing: str | None) -> Lakehouse:
+        root = Path(lakehouse or os.environ.get("RETRYLAKE_LAKEHOUSE") or "lakehouse").resolve()
+        landing_dir = landing or os.environ.get("RETRYLAKE_LANDING")
+        return cls(root=root, landing=Path(landing_dir).resolve() if landing_dir else root / "landing")
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def metastore(self) -> Path:
+        return self.root / "metastore_db"
+
+    @property
+    def dbt_target(self) -> Path:
+        return self.root / "dbt" / "target"
+
+    @property
+    def dbt_logs(self) -> Path:
+        return self.root / "dbt" / "logs"
+
+    def prepare(self) -> None:
+        for folder in (self.root, self.warehouse, self.landing / "trace", self.landing / "dlq"):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def lock(self) -> IO[str]:
+        """Take the lakehouse for this process, or fail at once if another process has it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = (self.root / ".lock").open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise LakehouseBusyError(
+                f"the lakehouse {self.root} is in use by {holder}; wait for it to finish, "
+                "or connect through `retrylake serve` to share it"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"retrylake pid {os.getpid()}\n")
+        handle.flush()
+        return handle

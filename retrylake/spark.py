@@ -1,0 +1,59 @@
+"""The embedded SparkSession: Hive catalog with its Derby metastore and warehouse in the lakehouse."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from retrylake.lakehouse import Lakehouse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Chosen for a 2-core machine and trace volumes of a few million records per run; see
+# docs/spark-settings.md for the reasons.
+SPARK_DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.sql.hive.convertMetastoreParquet": "true",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "4g",
+}
+
+
+def start_session(lakehouse: Lakehouse, master: str | None = None) -> SparkSession:
+    """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered."""
+    from pyspark.sql import SparkSession
+
+    from spark_udfs import register_udfs
+
+    lakehouse.prepare()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    derby_options = (
+        f"-Dderby.system.home={lakehouse.root} "
+        f"-Dderby.stream.error.file={lakehouse.root / 'derby.log'}"
+    )
+    builder = (
+        SparkSession.builder.master(master or os.environ.get("RETRYLAKE_MASTER", "local[2]"))
+        .appName("retrylake")
+        .config("spark.sql.warehouse.dir", str(lakehouse.warehouse))
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={lakehouse.metastore};create=true",
+        )
+        .config("spark.driver.extraJavaOptions", derby_options)
+        .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
+        .enableHiveSupport()
+    )
+    for key, value in SPARK_DEFAULTS.items():
+        if key != "spark.ui.showConsoleProgress":
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("RETRYLAKE_SPARK_LOG_LEVEL", "WARN"))
+    register_udfs(spark)
+    return spark
