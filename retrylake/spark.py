@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrylake.lakehouse import Lakehouse
@@ -34,9 +35,13 @@ def start_session(lakehouse: Lakehouse, master: str | None = None) -> SparkSessi
 
     lakehouse.prepare()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    derby_options = (
+    # The embedded session talks only to itself: keep it on loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log_config = Path(__file__).with_name("log4j2.properties")
+    driver_options = (
         f"-Dderby.system.home={lakehouse.root} "
-        f"-Dderby.stream.error.file={lakehouse.root / 'derby.log'}"
+        f"-Dderby.stream.error.file={lakehouse.root / 'derby.log'} "
+        f"-Dlog4j2.configurationFile={log_config}"
     )
     builder = (
         SparkSession.builder.master(master or os.environ.get("RETRYLAKE_MASTER", "local[2]"))
@@ -46,7 +51,7 @@ def start_session(lakehouse: Lakehouse, master: str | None = None) -> SparkSessi
             "spark.hadoop.javax.jdo.option.ConnectionURL",
             f"jdbc:derby:;databaseName={lakehouse.metastore};create=true",
         )
-        .config("spark.driver.extraJavaOptions", derby_options)
+        .config("spark.driver.extraJavaOptions", driver_options)
         .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
         .enableHiveSupport()
     )

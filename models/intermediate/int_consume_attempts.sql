@@ -103,7 +103,6 @@ sequenced as (
     select
         *,
         row_number() over delivery_order as delivery_number,
-        lead(consume_started_at) over delivery_order as next_consume_started_at,
         min(consume_started_at) over lifecycle as first_consume_at
     from labelled
     window
@@ -125,11 +124,9 @@ final as (
         client_host,
         return_type,
         is_success,
-        has_result,
         cost_ms,
         consume_started_at,
         case when has_result then result_ended_at end as consume_ended_at,
-        next_consume_started_at,
         to_date(first_consume_at) as lifecycle_date
     from sequenced
 )

@@ -4,7 +4,9 @@
     - lifecycles with records loaded since the last complete run (or whose Pub arrived);
     - open lifecycles (waiting, overdue, in flight), whose state moves with the watermark;
     - and every other lifecycle sharing a partition with those.
-    On a first or full-refresh build the scope is everything. -#}
+    On a first or full-refresh build the scope is everything. This is run bookkeeping, kept in
+    the `_meta` schema with the run state. -#}
+{{ config(materialized='table', schema='meta') }}
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
 
 with

@@ -2,12 +2,26 @@
 -- is now, judged against the data watermark.
 with
 
+scope as (
+    select * from {{ ref('int_lifecycle_scope') }}
+),
+
 attempts as (
-    select * from {{ ref('int_consume_attempts') }}
+    select consume_attempts.*
+    from {{ ref('consume_attempts') }} as consume_attempts
+    left semi join scope
+        on
+            consume_attempts.consumer_group = scope.consumer_group
+            and consume_attempts.msg_id = scope.msg_id
 ),
 
 decisions as (
-    select * from {{ ref('int_retry_decisions') }}
+    select retry_decisions.*
+    from {{ ref('retry_decisions') }} as retry_decisions
+    left semi join scope
+        on
+            retry_decisions.consumer_group = scope.consumer_group
+            and retry_decisions.msg_id = scope.msg_id
 ),
 
 published as (
@@ -37,7 +51,7 @@ delivery_summary as (
 last_deliveries as (
     select
         delivery_summary.*,
-        last_attempt.has_result as last_has_result,
+        last_attempt.is_success as last_is_success,
         last_decision.decision as last_decision,
         last_decision.entered_dlq_at,
         last_decision.expected_redelivery_at as last_expected_redelivery_at
@@ -59,7 +73,7 @@ judged as (
         last_deliveries.*,
         case
             when last_deliveries.consumed_at is not null then 'CONSUMED'
-            when not last_deliveries.last_has_result then 'IN_FLIGHT'
+            when last_deliveries.last_is_success is null then 'IN_FLIGHT'
             when last_deliveries.last_decision = 'DLQ' then 'DLQ'
             when last_deliveries.last_decision = 'DROP' then 'DROPPED'
             when

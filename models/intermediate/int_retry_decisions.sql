@@ -2,8 +2,17 @@
 -- through the rule macros in macros/rules/retry_rules.sql.
 with
 
+scope as (
+    select * from {{ ref('int_lifecycle_scope') }}
+),
+
 attempts as (
-    select * from {{ ref('int_consume_attempts') }}
+    select consume_attempts.*
+    from {{ ref('consume_attempts') }} as consume_attempts
+    left semi join scope
+        on
+            consume_attempts.consumer_group = scope.consumer_group
+            and consume_attempts.msg_id = scope.msg_id
 ),
 
 consumer_groups as (
@@ -22,6 +31,16 @@ highest_levels as (
     group by broker_cluster
 ),
 
+-- The next delivery of the same message to the same group is the observed redelivery.
+sequenced as (
+    select
+        *,
+        lead(consume_started_at) over (
+            partition by consumer_group, msg_id order by delivery_number
+        ) as next_consume_started_at
+    from attempts
+),
+
 failed_deliveries as (
     select
         consumer_group,
@@ -32,8 +51,8 @@ failed_deliveries as (
         consume_ended_at as failed_at,
         next_consume_started_at,
         lifecycle_date
-    from attempts
-    where has_result and not is_success
+    from sequenced
+    where not is_success
 ),
 
 with_settings as (

@@ -90,7 +90,7 @@ checked as (
             when trim(line_text) = '' then 'empty line'
             when not is_valid_utf8(line_text) then 'line is not valid UTF-8'
             when trace_message is null or trace_message._corrupt_record is not null
-                then 'not a JSON object'
+                then 'not a valid JSON object'
             when trace_message.msgId is null or trace_message.msgId = '' then 'missing msgId'
             when not coalesce(trace_message.storeTimestamp rlike '^[0-9]+$', false)
                 then 'storeTimestamp missing or not a number'

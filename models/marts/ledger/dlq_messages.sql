@@ -1,14 +1,28 @@
 -- The compensation work list: every message a consumer group sent to its dead-letter queue.
 with
 
+scope as (
+    select * from {{ ref('int_lifecycle_scope') }}
+),
+
 lifecycles as (
-    select * from {{ ref('int_message_lifecycles') }}
-    where final_state = 'DLQ'
+    select message_lifecycles.*
+    from {{ ref('message_lifecycles') }} as message_lifecycles
+    left semi join scope
+        on
+            message_lifecycles.consumer_group = scope.consumer_group
+            and message_lifecycles.msg_id = scope.msg_id
+    where message_lifecycles.final_state = 'DLQ'
 ),
 
 dlq_decisions as (
-    select * from {{ ref('int_retry_decisions') }}
-    where decision = 'DLQ'
+    select retry_decisions.*
+    from {{ ref('retry_decisions') }} as retry_decisions
+    left semi join scope
+        on
+            retry_decisions.consumer_group = scope.consumer_group
+            and retry_decisions.msg_id = scope.msg_id
+    where retry_decisions.decision = 'DLQ'
 ),
 
 final as (

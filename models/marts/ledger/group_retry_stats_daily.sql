@@ -2,12 +2,26 @@
 -- the group that UTC day, so its rates and percentiles describe whole lifecycles.
 with
 
+scope as (
+    select * from {{ ref('int_lifecycle_scope') }}
+),
+
 lifecycles as (
-    select * from {{ ref('int_message_lifecycles') }}
+    select message_lifecycles.*
+    from {{ ref('message_lifecycles') }} as message_lifecycles
+    left semi join scope
+        on
+            message_lifecycles.consumer_group = scope.consumer_group
+            and message_lifecycles.msg_id = scope.msg_id
 ),
 
 attempts as (
-    select * from {{ ref('int_consume_attempts') }}
+    select consume_attempts.*
+    from {{ ref('consume_attempts') }} as consume_attempts
+    left semi join scope
+        on
+            consume_attempts.consumer_group = scope.consumer_group
+            and consume_attempts.msg_id = scope.msg_id
 ),
 
 first_deliveries as (
