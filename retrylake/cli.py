@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
 
             dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
             if not dbt_args:
-                print("retrylake dbt: give a dbt command, e.g. retrylake dbt -- test", file=sys.stderr)
+                print(
+                    "retrylake dbt: give a dbt command, e.g. retrylake dbt -- test", file=sys.stderr
+                )
                 return 2
             dbt(project_dir, lakehouse, dbt_args)
         elif args.command == "demo":

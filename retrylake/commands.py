@@ -11,8 +11,13 @@ from retrylake.lakehouse import Lakehouse
 from retrylake.spark import start_session
 
 
-def build(project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool = False,
-          select: list[str] | None = None) -> None:
+def build(
+    project_dir: Path,
+    lakehouse: Lakehouse,
+    *,
+    full_refresh: bool = False,
+    select: list[str] | None = None,
+) -> None:
     """`dbt build` on the embedded session; the configuration is checked before any change."""
     check_configuration(project_dir)
     command = ["build"]
@@ -60,26 +65,50 @@ def demo(project_dir: Path, lakehouse: Lakehouse) -> None:
         if lakehouse.landing.exists():
             shutil.rmtree(lakehouse.landing)
         sample = write_sample(lakehouse.landing)
-        print(f"Wrote {sample.landing_lines} trace lines for {len(sample.lifecycles)} lifecycles "
-              f"to {lakehouse.landing}")
+        print(
+            f"Wrote {sample.landing_lines} trace lines for {len(sample.lifecycles)} lifecycles "
+            f"to {lakehouse.landing}"
+        )
         spark = start_session(lakehouse)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
         rows = spark.sql(SUMMARY_SQL).collect()
         quarantined = spark.sql("select count(*) from retrylake.landing_quarantine").first()[0]
     print()
-    print(format_table(rows, ["consumer_group", "messages", "deliveries", "retries", "consumed",
-                              "dlq", "dropped", "waiting", "in_flight"]))
+    print(
+        format_table(
+            rows,
+            [
+                "consumer_group",
+                "messages",
+                "deliveries",
+                "retries",
+                "consumed",
+                "dlq",
+                "dropped",
+                "waiting",
+                "in_flight",
+            ],
+        )
+    )
     print(f"\nQuarantined landing lines and records: {quarantined}")
-    print(f"Marts are in {lakehouse.warehouse / 'retrylake.db'}; "
-          "query them with `retrylake dbt -- show --inline \"select ...\"`.")
+    print(
+        f"Marts are in {lakehouse.warehouse / 'retrylake.db'}; "
+        'query them with `retrylake dbt -- show --inline "select ..."`.'
+    )
 
 
 def format_table(rows: list, columns: list[str]) -> str:
     cells = [[str(row[column]) for column in columns] for row in rows]
-    widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
+    widths = [
+        max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)
+    ]
     lines = ["  ".join(column.ljust(width) for column, width in zip(columns, widths, strict=True))]
     lines.append("  ".join("-" * width for width in widths))
-    lines += ["  ".join(cell.rjust(width) if i else cell.ljust(width)
-                        for i, (cell, width) in enumerate(zip(line, widths, strict=True)))
-              for line in cells]
+    lines += [
+        "  ".join(
+            cell.rjust(width) if i else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in cells
+    ]
     return "\n".join(lines)

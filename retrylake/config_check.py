@@ -49,7 +49,9 @@ def _integer(path: Path, number: int, row: dict[str, str], column: str, minimum:
     try:
         parsed = int(value)
     except ValueError:
-        raise ConfigError(f"{path}, row {number}, {column}: {value!r} is not a whole number") from None
+        raise ConfigError(
+            f"{path}, row {number}, {column}: {value!r} is not a whole number"
+        ) from None
     if parsed < minimum:
         raise ConfigError(f"{path}, row {number}, {column}: {value!r} is below {minimum}")
 

@@ -25,7 +25,9 @@ class Lakehouse:
     def resolve(cls, lakehouse: str | None, landing: str | None) -> Lakehouse:
         root = Path(lakehouse or os.environ.get("RETRYLAKE_LAKEHOUSE") or "lakehouse").resolve()
         landing_dir = landing or os.environ.get("RETRYLAKE_LANDING")
-        return cls(root=root, landing=Path(landing_dir).resolve() if landing_dir else root / "landing")
+        return cls(
+            root=root, landing=Path(landing_dir).resolve() if landing_dir else root / "landing"
+        )
 
     @property
     def warehouse(self) -> Path:

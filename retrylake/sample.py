@@ -34,8 +34,17 @@ GROUPS = {
 DELAY_LEVELS = {"fast-cluster": "5s 8s"}
 
 
+# Records no client writes, appended to a few bodies: each must reach the quarantine.
+BAD_RECORDS = {
+    3: "Bogus\u0001x\u0002",
+    4: "Pub\u00011772402400000\u0001DefaultRegion\u0001PID_demo\u0001orders\u0002",
+    6: "SubBefore\u0001yesterday\u0001DefaultRegion\u0001g\u0001r\u0001m\u00010\u0001k\u0002",
+}
+
+
 @dataclass
 class SampleSet:
+    landing: Path
     simulator: Simulator
     lifecycles: list[Lifecycle]
     landing_lines: int
@@ -55,10 +64,17 @@ def build_sample() -> tuple[Simulator, list[Lifecycle]]:
     g = GROUPS
     t = START_MS
 
-    def msg(topic: str, at: int, tags: str | None = "TagA", keys: str | None = None,
-            traced: bool = True, version: str | None = None) -> Message:
-        return sim.publish(topic=topic, at_ms=at, tags=tags, keys=keys, traced=traced,
-                           version=version)
+    def msg(
+        topic: str,
+        at: int,
+        tags: str | None = "TagA",
+        keys: str | None = None,
+        traced: bool = True,
+        version: str | None = None,
+    ) -> Message:
+        return sim.publish(
+            topic=topic, at_ms=at, tags=tags, keys=keys, traced=traced, version=version
+        )
 
     # order-service: concurrent clustering with the defaults, and a broadcast listener on the
     # same topic.
@@ -78,11 +94,14 @@ def build_sample() -> tuple[Simulator, list[Lifecycle]]:
     old_client = msg("orders", t + 6000, keys="order-1007", version="old")
     sim.consume(g["order-service"], old_client, ["SUCCESS"], first_at_ms=t + 6050)
 
-    # inventory-sync: max 3, so the 4th failure goes to the DLQ.
-    stock = msg("stock", t + 7000, keys="sku-1")
-    sim.consume(g["inventory-sync"], stock, _fail(4), first_at_ms=t + 7050)
-    stock_ok = msg("stock", t + 8000, keys="sku-2")
-    sim.consume(g["inventory-sync"], stock_ok, _fail(3, "SUCCESS"), first_at_ms=t + 8050)
+    # inventory-sync: max 3, so the 4th failure goes to the DLQ. Its client (4.9.1) writes the
+    # 7-field SubAfter, without timestamp or group; its producer (4.8) the 15-field Pub.
+    stock = msg("stock", t + 7000, keys="sku-1", version="4.8")
+    sim.consume(g["inventory-sync"], stock, _fail(4), first_at_ms=t + 7050, version="4.9.1")
+    stock_ok = msg("stock", t + 8000, keys="sku-2", version="4.8")
+    sim.consume(
+        g["inventory-sync"], stock_ok, _fail(3, "SUCCESS"), first_at_ms=t + 8050, version="4.9.1"
+    )
 
     # payment-ledger: orderly, local retries after the suspend time, DLQ after max 3.
     pay = msg("payments", t + 9000, keys="pay-1")
@@ -106,9 +125,12 @@ def build_sample() -> tuple[Simulator, list[Lifecycle]]:
     fraud = msg("payments", t + 14_000, keys="pay-3")
     sim.consume(g["fraud-check"], fraud, ["FAILED"], first_at_ms=t + 14_050)
 
-    # notification-push is not in the seed: RocketMQ defaults apply.
+    # notification-push is not in the seed: RocketMQ defaults apply. Its 4.8 client writes the
+    # 9-field SubBefore (with the client host).
     push = msg("notify", t + 15_000)
-    sim.consume(g["notification-push"], push, _fail(1, "SUCCESS"), first_at_ms=t + 15_050)
+    sim.consume(
+        g["notification-push"], push, _fail(1, "SUCCESS"), first_at_ms=t + 15_050, version="4.8"
+    )
 
     # A steady stream that crosses midnight, so lifecycles fall in two date partitions.
     for n in range(24):
@@ -118,13 +140,33 @@ def build_sample() -> tuple[Simulator, list[Lifecycle]]:
         sim.consume(g["order-service"], steady, outcomes, first_at_ms=at + 30)
 
     # Transactions and a recall: parsed, not part of the retry ledger.
-    sim.extra_record(t + 16_000, tf.end_transaction_record(
-        timestamp=t + 16_000, region="DefaultRegion", producer_group="PID_tx", topic="orders",
-        msg_id=sim.new_msg_id(t + 16_000), tags=None, keys=None, store_host=sim.store_host,
-        transaction_id="tx-1", state="COMMIT_MESSAGE", from_check=False))
-    sim.extra_record(t + 17_000, tf.recall_record(
-        timestamp=t + 17_000, region="DefaultRegion", group="PID_delay", topic="orders",
-        msg_id=sim.new_msg_id(t + 17_000), success=True))
+    sim.extra_record(
+        t + 16_000,
+        tf.end_transaction_record(
+            timestamp=t + 16_000,
+            region="DefaultRegion",
+            producer_group="PID_tx",
+            topic="orders",
+            msg_id=sim.new_msg_id(t + 16_000),
+            tags=None,
+            keys=None,
+            store_host=sim.store_host,
+            transaction_id="tx-1",
+            state="COMMIT_MESSAGE",
+            from_check=False,
+        ),
+    )
+    sim.extra_record(
+        t + 17_000,
+        tf.recall_record(
+            timestamp=t + 17_000,
+            region="DefaultRegion",
+            group="PID_delay",
+            topic="orders",
+            msg_id=sim.new_msg_id(t + 17_000),
+            success=True,
+        ),
+    )
 
     # The last events: a failure whose retry is still due, and a delivery still running.
     end = START_MS + 14 * 60 * MINUTE
@@ -143,11 +185,16 @@ def write_sample(landing: Path) -> SampleSet:
     by_file: dict[str, list[str]] = {}
     bad_records = 0
     for index, (trace_msg_id, store_ms, body) in enumerate(messages):
-        if index == 3:
-            body += "Bogus\u0001x\u0002"  # unknown record kind
+        if index in BAD_RECORDS:
+            body += BAD_RECORDS[index]
             bad_records += 1
-        line = tf.landing_line(trace_msg_id=trace_msg_id, store_timestamp=store_ms,
-                               store_host=sim.store_host, body=body, as_base64=index % 5 == 0)
+        line = tf.landing_line(
+            trace_msg_id=trace_msg_id,
+            store_timestamp=store_ms,
+            store_host=sim.store_host,
+            body=body,
+            as_base64=index % 5 == 0,
+        )
         by_file.setdefault(hour_path(store_ms), []).append(line)
     # The trace topic is at-least-once: the first trace message lands again an hour later.
     first_hour = sorted(by_file)[0]
@@ -160,19 +207,27 @@ def write_sample(landing: Path) -> SampleSet:
         name = "part-0.jsonl.gz" if gzipped else "part-0.jsonl"
         write_lines(landing / folder / name, lines, gzipped=gzipped)
         landing_lines += len(lines)
-    return SampleSet(sim, lifecycles, landing_lines, malformed_lines=1, bad_records=bad_records,
-                     duplicate_lines=1)
+    return SampleSet(
+        landing,
+        sim,
+        lifecycles,
+        landing_lines,
+        malformed_lines=1,
+        bad_records=bad_records,
+        duplicate_lines=1,
+    )
 
 
 def write_seeds(seeds: Path) -> None:
     """Write the consumer-group and delay-level seeds matching the sample."""
     rows = [group.seed_row() for group in GROUPS.values() if group.in_seed]
-    header = ("consumer_group,message_model,consume_mode,max_reconsume_times,"
-              "suspend_current_queue_time_millis,retry_queue_nums,delay_level_when_next_consume,"
-              "broker_cluster,client_line,group_retry_policy")
+    header = (
+        "consumer_group,message_model,consume_mode,max_reconsume_times,"
+        "suspend_current_queue_time_millis,retry_queue_nums,delay_level_when_next_consume,"
+        "broker_cluster,client_line,group_retry_policy"
+    )
     lines = [header] + [",".join(str(value) for value in row) for row in rows]
     (seeds / "consumer_groups.csv").write_text("\n".join(lines) + "\n")
     delay_lines = ["broker_cluster,message_delay_level", f"*,{DEFAULT_DELAY_LEVELS}"]
     delay_lines += [f"{cluster},{levels}" for cluster, levels in DELAY_LEVELS.items()]
     (seeds / "broker_delay_levels.csv").write_text("\n".join(delay_lines) + "\n")
-

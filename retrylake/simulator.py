@@ -36,9 +36,16 @@ class Group:
 
     def seed_row(self) -> list[object]:
         return [
-            self.name, self.message_model, self.consume_mode, self.max_reconsume_times,
-            self.suspend_ms, self.retry_queue_nums, self.delay_level_when_next_consume,
-            self.broker_cluster, self.client_line, "",
+            self.name,
+            self.message_model,
+            self.consume_mode,
+            self.max_reconsume_times,
+            self.suspend_ms,
+            self.retry_queue_nums,
+            self.delay_level_when_next_consume,
+            self.broker_cluster,
+            self.client_line,
+            "",
         ]
 
 
@@ -49,6 +56,7 @@ class Message:
     topic: str
     tags: str | None
     keys: str | None
+    traced: bool = True  # whether the producer wrote a Pub trace
 
 
 @dataclass
@@ -84,8 +92,15 @@ class Lifecycle:
 class Simulator:
     """Plays deliveries under the broker's rules and collects trace records and ground truth."""
 
-    def __init__(self, *, delay_levels: dict[str, str] | None = None, region: str = "DefaultRegion",
-                 version: str = "4.9", broker_ip: str = "10.0.0.1", seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        delay_levels: dict[str, str] | None = None,
+        region: str = "DefaultRegion",
+        version: str = "4.9",
+        broker_ip: str = "10.0.0.1",
+        seed: int = 0,
+    ) -> None:
         self.delay_levels = {"*": DEFAULT_DELAY_LEVELS, **(delay_levels or {})}
         self.region = region
         self.version = tf.CLIENT_VERSIONS[version]
@@ -104,8 +119,9 @@ class Simulator:
 
     def new_msg_id(self, born_ms: int) -> str:
         month_start = born_ms - born_ms % (86_400_000 * 28)  # any fixed epoch works for ids
-        return tf.uniq_msg_id("10.0.0.9", 4242 + self._seed, 0x18B4AAC2, born_ms, month_start,
-                              self._next_counter())
+        return tf.uniq_msg_id(
+            "10.0.0.9", 4242 + self._seed, 0x18B4AAC2, born_ms, month_start, self._next_counter()
+        )
 
     def new_request_id(self, at_ms: int) -> str:
         return self.new_msg_id(at_ms)
@@ -118,54 +134,107 @@ class Simulator:
         return [delay_ms for _, _, delay_ms in parse_delay_levels(levels)]
 
     # producer ------------------------------------------------------------------------------
-    def publish(self, *, topic: str, at_ms: int, tags: str | None = None, keys: str | None = None,
-                producer_group: str = "PID_demo", traced: bool = True,
-                version: str | None = None) -> Message:
+    def publish(
+        self,
+        *,
+        topic: str,
+        at_ms: int,
+        tags: str | None = None,
+        keys: str | None = None,
+        producer_group: str = "PID_demo",
+        traced: bool = True,
+        version: str | None = None,
+    ) -> Message:
         msg_id = self.new_msg_id(at_ms)
         self._commit_log_offset += 517
         offset_id = tf.offset_msg_id(self.broker_ip, 10911, self._commit_log_offset)
         client = tf.CLIENT_VERSIONS[version] if version else self.version
         if traced:
-            self._emit(at_ms, tf.pub_record(
-                client, timestamp=at_ms, region=self.region, producer_group=producer_group,
-                topic=topic, msg_id=msg_id, tags=tags, keys=keys, store_host=self.store_host,
-                body_length=128, cost_ms=3, offset_id=offset_id))
+            self._emit(
+                at_ms,
+                tf.pub_record(
+                    client,
+                    timestamp=at_ms,
+                    region=self.region,
+                    producer_group=producer_group,
+                    topic=topic,
+                    msg_id=msg_id,
+                    tags=tags,
+                    keys=keys,
+                    store_host=self.store_host,
+                    body_length=128,
+                    cost_ms=3,
+                    offset_id=offset_id,
+                ),
+            )
         origin = offset_id if traced and client.pub_fields >= 14 else None
-        return Message(msg_id=msg_id, origin_msg_id=origin, topic=topic, tags=tags, keys=keys)
+        return Message(
+            msg_id=msg_id, origin_msg_id=origin, topic=topic, tags=tags, keys=keys, traced=traced
+        )
 
     # consumer ------------------------------------------------------------------------------
-    def consume(self, group: Group, message: Message, outcomes: list[str], *, first_at_ms: int,
-                cost_ms: int = 25, pull_lag_ms: int = 40) -> Lifecycle:
+    def consume(
+        self,
+        group: Group,
+        message: Message,
+        outcomes: list[str],
+        *,
+        first_at_ms: int,
+        cost_ms: int = 25,
+        pull_lag_ms: int = 40,
+        version: str | None = None,
+    ) -> Lifecycle:
         """Deliver ``message`` to ``group`` once per outcome, applying the retry rules.
 
         Outcomes: SUCCESS, SLOW_SUCCESS (TIME_OUT label, still acked), FAILED
         (RECONSUME_LATER), EXCEPTION, RETURNNULL, and IN_FLIGHT (started, no result; last only).
         A lifecycle whose last outcome fails without a terminal decision is left waiting.
         """
+        client = tf.CLIENT_VERSIONS[version] if version else self.version
         lifecycle = Lifecycle(group=group.name, message=message)
         self.lifecycles.append(lifecycle)
         started = first_at_ms
-        reconsume_times = 0
-        for index, outcome in enumerate(outcomes):
+        # Every delivery after a failure carries one more reconsumeTimes.
+        for reconsume_times, outcome in enumerate(outcomes):
             request_id = self.new_request_id(started)
-            self._emit(started, tf.sub_before_record(
-                self.version, timestamp=started, region=self.region, group=group.name,
-                request_id=request_id, msg_id=message.msg_id, retry_times=reconsume_times,
-                keys=message.keys))
+            self._emit(
+                started,
+                tf.sub_before_record(
+                    client,
+                    timestamp=started,
+                    region=self.region,
+                    group=group.name,
+                    request_id=request_id,
+                    msg_id=message.msg_id,
+                    retry_times=reconsume_times,
+                    keys=message.keys,
+                ),
+            )
             if outcome == "IN_FLIGHT":
-                assert index == len(outcomes) - 1, "IN_FLIGHT must be the last outcome"
-                lifecycle.deliveries.append(Delivery(request_id, reconsume_times, started, None,
-                                                     None, None))
+                assert reconsume_times == len(outcomes) - 1, "IN_FLIGHT must be the last outcome"
+                lifecycle.deliveries.append(
+                    Delivery(request_id, reconsume_times, started, None, None, None)
+                )
                 lifecycle.state = "IN_FLIGHT"
                 return lifecycle
             success = outcome in SUCCESS_OUTCOMES
             return_type = SUCCESS_OUTCOMES.get(outcome) or FAILURE_OUTCOMES[outcome]
             took = CONSUME_TIMEOUT_MS + cost_ms if outcome == "SLOW_SUCCESS" else cost_ms
             ended = started + took
-            self._emit(ended, tf.sub_after_record(
-                self.version, request_id=request_id, msg_id=message.msg_id, cost_ms=took,
-                success=success, keys=message.keys, return_type=return_type, timestamp=ended,
-                group=group.name))
+            self._emit(
+                ended,
+                tf.sub_after_record(
+                    client,
+                    request_id=request_id,
+                    msg_id=message.msg_id,
+                    cost_ms=took,
+                    success=success,
+                    keys=message.keys,
+                    return_type=return_type,
+                    timestamp=ended,
+                    group=group.name,
+                ),
+            )
             delivery = Delivery(request_id, reconsume_times, started, ended, return_type, success)
             lifecycle.deliveries.append(delivery)
             if success:
@@ -177,7 +246,6 @@ class Simulator:
                 return lifecycle
             assert delivery.expected_redelivery_ms is not None
             started = delivery.expected_redelivery_ms + pull_lag_ms
-            reconsume_times += 1
         lifecycle.state = "PENDING_RETRY"
         return lifecycle
 
@@ -219,8 +287,9 @@ class Simulator:
         self._emit(timestamp, record)
 
     # trace dispatcher ----------------------------------------------------------------------
-    def trace_messages(self, *, batch_window_ms: int = 500, max_records: int = 20,
-                       store_delay_ms: int = 7) -> list[tuple[str, int, str]]:
+    def trace_messages(
+        self, *, batch_window_ms: int = 500, max_records: int = 20, store_delay_ms: int = 7
+    ) -> list[tuple[str, int, str]]:
         """Group records into trace messages as AsyncTraceDispatcher does: a message is sent when
         its first record is ``batch_window_ms`` old or it holds ``max_records`` records."""
         messages: list[tuple[str, int, str]] = []

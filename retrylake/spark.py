@@ -1,4 +1,4 @@
-"""The embedded SparkSession: Hive catalog with its Derby metastore and warehouse in the lakehouse."""
+"""The embedded SparkSession: Hive catalog, Derby metastore and warehouse inside the lakehouse."""
 
 from __future__ import annotations
 
@@ -28,10 +28,24 @@ SPARK_DEFAULTS = {
 
 
 def start_session(lakehouse: Lakehouse, master: str | None = None) -> SparkSession:
-    """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered."""
+    """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered.
+
+    A process has one session and its metastore is fixed when it starts, so asking for another
+    lakehouse in the same process is an error rather than a silent mix-up.
+    """
     from pyspark.sql import SparkSession
 
     from spark_udfs import register_udfs
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        warehouse = active.conf.get("spark.sql.warehouse.dir")
+        if Path(warehouse.removeprefix("file:")).resolve() != lakehouse.warehouse.resolve():
+            raise RuntimeError(
+                f"this process already runs Spark on {warehouse}; one process serves one lakehouse"
+            )
+        lakehouse.prepare()
+        return active
 
     lakehouse.prepare()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -41,9 +41,10 @@ def offset_msg_id(store_ip: str, port: int, commit_log_offset: int) -> str:
     return packed.hex().upper()
 
 
-def uniq_msg_id(ip: str, pid: int, class_loader_hash: int, born_ms: int, month_start_ms: int,
-                counter: int) -> str:
-    """The client's UNIQ_KEY (spec §6.2): ip, pid, class-loader hash, ms since month start, counter."""
+def uniq_msg_id(
+    ip: str, pid: int, class_loader_hash: int, born_ms: int, month_start_ms: int, counter: int
+) -> str:
+    """The client's UNIQ_KEY (spec §6.2): ip, pid, class-loader hash, time in month, counter."""
     packed = (
         ipaddress.ip_address(ip).packed
         + (pid & 0xFFFF).to_bytes(2, "big")
@@ -73,13 +74,37 @@ CLIENT_VERSIONS = {
 }
 
 
-def pub_record(version: ClientVersion, *, timestamp: int, region: str, producer_group: str,
-               topic: str, msg_id: str, tags: str | None, keys: str | None, store_host: str,
-               body_length: int, cost_ms: int, offset_id: str, success: bool = True,
-               message_type: int = 0, client_host: str = "10.0.0.9") -> str:
+def pub_record(
+    version: ClientVersion,
+    *,
+    timestamp: int,
+    region: str,
+    producer_group: str,
+    topic: str,
+    msg_id: str,
+    tags: str | None,
+    keys: str | None,
+    store_host: str,
+    body_length: int,
+    cost_ms: int,
+    offset_id: str,
+    success: bool = True,
+    message_type: int = 0,
+    client_host: str = "10.0.0.9",
+) -> str:
     fields: list[object] = [
-        "Pub", timestamp, region, producer_group, topic, msg_id, tags, keys, store_host,
-        body_length, cost_ms, message_type,
+        "Pub",
+        timestamp,
+        region,
+        producer_group,
+        topic,
+        msg_id,
+        tags,
+        keys,
+        store_host,
+        body_length,
+        cost_ms,
+        message_type,
     ]
     if version.pub_fields >= 14:
         fields.append(offset_id)
@@ -89,22 +114,52 @@ def pub_record(version: ClientVersion, *, timestamp: int, region: str, producer_
     return _record(*fields)
 
 
-def sub_before_record(version: ClientVersion, *, timestamp: int, region: str, group: str,
-                      request_id: str, msg_id: str, retry_times: int, keys: str | None,
-                      client_host: str = "10.0.0.21") -> str:
+def sub_before_record(
+    version: ClientVersion,
+    *,
+    timestamp: int,
+    region: str,
+    group: str,
+    request_id: str,
+    msg_id: str,
+    retry_times: int,
+    keys: str | None,
+    client_host: str = "10.0.0.21",
+) -> str:
     fields: list[object] = [
-        "SubBefore", timestamp, region, group, request_id, msg_id, retry_times, keys,
+        "SubBefore",
+        timestamp,
+        region,
+        group,
+        request_id,
+        msg_id,
+        retry_times,
+        keys,
     ]
     if version.sub_before_fields >= 9:
         fields.append(client_host)
     return _record(*fields)
 
 
-def sub_after_record(version: ClientVersion, *, request_id: str, msg_id: str, cost_ms: int,
-                     success: bool, keys: str | None, return_type: str, timestamp: int,
-                     group: str) -> str:
+def sub_after_record(
+    version: ClientVersion,
+    *,
+    request_id: str,
+    msg_id: str,
+    cost_ms: int,
+    success: bool,
+    keys: str | None,
+    return_type: str,
+    timestamp: int,
+    group: str,
+) -> str:
     fields: list[object] = [
-        "SubAfter", request_id, msg_id, cost_ms, _bool(success), keys,
+        "SubAfter",
+        request_id,
+        msg_id,
+        cost_ms,
+        _bool(success),
+        keys,
         RETURN_TYPES.index(return_type),
     ]
     if version.sub_after_fields >= 9:
@@ -112,22 +167,52 @@ def sub_after_record(version: ClientVersion, *, request_id: str, msg_id: str, co
     return _record(*fields)
 
 
-def end_transaction_record(*, timestamp: int, region: str, producer_group: str, topic: str,
-                           msg_id: str, tags: str | None, keys: str | None, store_host: str,
-                           transaction_id: str, state: str, from_check: bool) -> str:
+def end_transaction_record(
+    *,
+    timestamp: int,
+    region: str,
+    producer_group: str,
+    topic: str,
+    msg_id: str,
+    tags: str | None,
+    keys: str | None,
+    store_host: str,
+    transaction_id: str,
+    state: str,
+    from_check: bool,
+) -> str:
     return _record(
-        "EndTransaction", timestamp, region, producer_group, topic, msg_id, tags, keys,
-        store_host, 2, transaction_id, state, _bool(from_check),
+        "EndTransaction",
+        timestamp,
+        region,
+        producer_group,
+        topic,
+        msg_id,
+        tags,
+        keys,
+        store_host,
+        2,
+        transaction_id,
+        state,
+        _bool(from_check),
     )
 
 
-def recall_record(*, timestamp: int, region: str, group: str, topic: str, msg_id: str,
-                  success: bool) -> str:
+def recall_record(
+    *, timestamp: int, region: str, group: str, topic: str, msg_id: str, success: bool
+) -> str:
     return _record("Recall", timestamp, region, group, topic, msg_id, _bool(success))
 
 
-def landing_line(*, trace_msg_id: str, store_timestamp: int, store_host: str, body: str,
-                 keys: str | None = None, as_base64: bool = False) -> str:
+def landing_line(
+    *,
+    trace_msg_id: str,
+    store_timestamp: int,
+    store_host: str,
+    body: str,
+    keys: str | None = None,
+    as_base64: bool = False,
+) -> str:
     """One line of a trace landing file: a message read from the trace topic, as JSON."""
     message: dict[str, object] = {
         "msgId": trace_msg_id,

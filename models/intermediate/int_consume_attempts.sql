@@ -29,7 +29,9 @@ ranked_sub_before as (
         *,
         row_number() over (
             partition by consumer_group, msg_id, request_id
-            order by consume_started_at, trace_stored_at, source_file, line_number, record_index
+            order by
+                consume_started_at asc, trace_stored_at asc, source_file asc, line_number asc,
+                record_index asc
         ) as copy_number
     from scoped_sub_before
 ),
@@ -51,7 +53,9 @@ ranked_sub_after as (
         *,
         row_number() over (
             partition by request_id, msg_id
-            order by field_count desc, trace_stored_at, source_file, line_number, record_index
+            order by
+                field_count desc, trace_stored_at asc, source_file asc, line_number asc,
+                record_index asc
         ) as copy_number
     from scoped_sub_after
 ),
@@ -67,7 +71,7 @@ paired as (
         unique_sub_before.msg_id,
         unique_sub_before.request_id,
         unique_sub_before.reconsume_times,
-        coalesce(unique_sub_before.keys, unique_sub_after.keys) as keys,
+        coalesce(unique_sub_before.keys, unique_sub_after.keys) as `keys`,
         unique_sub_before.client_host,
         unique_sub_before.consume_started_at,
         unique_sub_after.request_id is not null as has_result,

@@ -8,8 +8,28 @@
     the `_meta` schema with the run state. -#}
 {{ config(materialized='table', schema='meta') }}
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
+{%- set processed = 0 if previous_lifecycles is none else processed_load_id() %}
 
 with
+
+-- On a first or full-refresh build there is no previous state and every load is new.
+previous_lifecycles as (
+    {% if previous_lifecycles is none %}
+        select
+            cast(null as string) as consumer_group,
+            cast(null as string) as msg_id,
+            cast(null as date) as lifecycle_date,
+            cast(null as string) as final_state
+        where false
+    {% else %}
+        select
+            consumer_group,
+            msg_id,
+            lifecycle_date,
+            final_state
+        from {{ previous_lifecycles }}
+    {% endif %}
+),
 
 sub_before as (
     select
@@ -19,27 +39,6 @@ sub_before as (
         load_id,
         consume_started_at
     from {{ ref('stg_trace__sub_before') }}
-),
-
-{% if previous_lifecycles is none %}
-
-final as (
-    select distinct
-        consumer_group,
-        msg_id
-    from sub_before
-)
-
-{% else %}
-{%- set processed = processed_load_id() %}
-
-previous_lifecycles as (
-    select
-        consumer_group,
-        msg_id,
-        lifecycle_date,
-        final_state
-    from {{ previous_lifecycles }}
 ),
 
 new_sub_before as (
@@ -125,7 +124,5 @@ final as (
         msg_id
     from touched
 )
-
-{% endif %}
 
 select * from final

@@ -79,7 +79,7 @@ judged as (
             when
                 last_deliveries.last_expected_redelivery_at
                 >= {{ add_millis(
-                    'watermark.watermark_at', -1000 * var('retry_overdue_grace_seconds')
+                    'watermark.watermark_at', '-1000 * ' ~ var('retry_overdue_grace_seconds')
                 ) }}
                 then 'WAITING_RETRY'
             else 'RETRY_OVERDUE'
@@ -94,7 +94,7 @@ final as (
         judged.msg_id,
         published.origin_msg_id,
         published.topic,
-        coalesce(published.keys, judged.consumer_keys) as keys,
+        coalesce(published.keys, judged.consumer_keys) as `keys`,
         published.tags,
         judged.deliveries,
         judged.max_reconsume_times,

@@ -23,7 +23,9 @@ ranked as (
         *,
         row_number() over (
             partition by msg_id
-            order by is_success desc, published_at, offset_msg_id, trace_msg_id, record_index
+            order by
+                is_success desc, published_at asc, offset_msg_id asc, trace_msg_id asc,
+                record_index asc
         ) as send_number
     from scoped_pubs
 ),

@@ -22,7 +22,7 @@ exploded as (
         delay.token,
         delay.delay_ms
     from parsed
-    lateral view inline(parsed.levels) delay as level, token, delay_ms
+        lateral view inline(parsed.levels) delay as level, token, delay_ms
 ),
 
 final as (

@@ -9,9 +9,18 @@ with
 
 landing_files as (
     select
-        _metadata.file_path as source_file,
-        value as file_text
-    from {{ source('landing', 'trace_files') }}
+        -- the text source's hidden per-file column; sqlfluff cannot resolve it
+        trace_files._metadata.file_path as source_file,  -- noqa: RF01
+        trace_files.value as file_text
+    from {{ source('landing', 'trace_files') }} as trace_files
+),
+
+ingested_files as (
+    {% if is_incremental() %}
+        select distinct source_file from {{ this }}
+    {% else %}
+        select cast(null as string) as source_file where false
+    {% endif %}
 ),
 
 unread_files as (
@@ -19,10 +28,8 @@ unread_files as (
         landing_files.source_file,
         landing_files.file_text
     from landing_files
-    {% if is_incremental() %}
-        left anti join (select distinct source_file from {{ this }}) as ingested
-            on landing_files.source_file = ingested.source_file
-    {% endif %}
+    left anti join ingested_files
+        on landing_files.source_file = ingested_files.source_file
 ),
 
 file_lines as (
@@ -39,7 +46,7 @@ numbered_lines as (
         numbered.line_index + 1 as line_number,
         regexp_replace(numbered.line_text, '\r$', '') as line_text
     from file_lines
-    lateral view posexplode(file_lines.lines) numbered as line_index, line_text
+        lateral view posexplode(file_lines.lines) numbered as line_index, line_text
 ),
 
 -- The newline that ends the last line does not start another one.
@@ -68,37 +75,37 @@ parsed as (
 
 decoded as (
     select
-        source_file,
-        line_number,
-        line_text,
-        trace_message,
-        try_to_binary(trace_message.bodyBase64, 'base64') as body_bytes
+        parsed.source_file,
+        parsed.line_number,
+        parsed.line_text,
+        parsed.trace_message,
+        try_to_binary(trace_message.`bodyBase64`, 'base64') as body_bytes
     from parsed
 ),
 
 checked as (
     select
-        source_file,
-        line_number,
-        line_text,
-        trace_message.msgId as trace_msg_id,
-        cast(trace_message.storeTimestamp as bigint) as store_ts_ms,
-        trace_message.storeHost as store_host,
-        trace_message.keys as trace_keys,
-        coalesce(trace_message.body, cast(body_bytes as string)) as body,
+        decoded.source_file,
+        decoded.line_number,
+        decoded.line_text,
+        trace_message.`msgId` as trace_msg_id,
+        cast(trace_message.`storeTimestamp` as bigint) as store_ts_ms,
+        trace_message.`storeHost` as store_host,
+        trace_message.`keys` as trace_keys,
+        coalesce(trace_message.`body`, cast(decoded.body_bytes as string)) as body,
         case
-            when trim(line_text) = '' then 'empty line'
-            when not is_valid_utf8(line_text) then 'line is not valid UTF-8'
-            when trace_message is null or trace_message._corrupt_record is not null
+            when trim(decoded.line_text) = '' then 'empty line'
+            when not is_valid_utf8(decoded.line_text) then 'line is not valid UTF-8'
+            when decoded.trace_message is null or trace_message.`_corrupt_record` is not null
                 then 'not a valid JSON object'
-            when trace_message.msgId is null or trace_message.msgId = '' then 'missing msgId'
-            when not coalesce(trace_message.storeTimestamp rlike '^[0-9]+$', false)
+            when trace_message.`msgId` is null or trace_message.`msgId` = '' then 'missing msgId'
+            when not coalesce(trace_message.`storeTimestamp` rlike '^[0-9]+$', false)
                 then 'storeTimestamp missing or not a number'
-            when trace_message.body is null and trace_message.bodyBase64 is null
+            when trace_message.`body` is null and trace_message.`bodyBase64` is null
                 then 'neither body nor bodyBase64'
-            when trace_message.body is null and body_bytes is null
+            when trace_message.`body` is null and decoded.body_bytes is null
                 then 'bodyBase64 is not valid base64'
-            when not is_valid_utf8(coalesce(trace_message.body, cast(body_bytes as string)))
+            when not is_valid_utf8(coalesce(trace_message.`body`, cast(decoded.body_bytes as string)))
                 then 'body is not valid UTF-8'
         end as line_error
     from decoded

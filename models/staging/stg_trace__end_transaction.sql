@@ -13,7 +13,7 @@ final as (
         fields[3] as producer_group,
         fields[4] as topic,
         {{ trace_text('fields[6]') }} as tags,
-        {{ trace_text('fields[7]') }} as keys,
+        {{ trace_text('fields[7]') }} as `keys`,
         fields[2] as region_id,
         fields[8] as store_host,
         cast(fields[9] as int) as message_type,

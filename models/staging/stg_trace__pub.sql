@@ -13,7 +13,7 @@ final as (
         fields[3] as producer_group,
         fields[4] as topic,
         {{ trace_text('fields[6]') }} as tags,
-        {{ trace_text('fields[7]') }} as keys,
+        {{ trace_text('fields[7]') }} as `keys`,
         fields[2] as region_id,
         fields[8] as store_host,
         case when field_count >= 15 then fields[14] end as client_host,

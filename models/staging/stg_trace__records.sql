@@ -57,9 +57,9 @@ split_records as (
         record.record_index,
         record.record_text
     from unseen_messages
-    lateral view posexplode(
-        split(regexp_replace(unseen_messages.body, '\u0002+$', ''), '\u0002')
-    ) record as record_index, record_text
+        lateral view posexplode(
+            split(regexp_replace(unseen_messages.body, '\u0002+$', ''), '\u0002')
+        ) record as record_index, record_text
 ),
 
 fielded as (

@@ -15,7 +15,7 @@ final as (
         cast(fields[3] as bigint) as cost_ms,
         fields[4] = 'true' as is_success,
         cast(fields[6] as int) as context_code,
-        {{ trace_text('fields[5]') }} as keys,
+        {{ trace_text('fields[5]') }} as `keys`,
         field_count,
         case
             when field_count >= 9 then timestamp_millis(cast(fields[7] as bigint))

@@ -1,0 +1,33 @@
+"""One SparkSession per pytest session, on one lakehouse, shared by every test that needs Spark.
+
+The Hive metastore of a session is fixed when it starts, so tests that need a scenario of their
+own use another landing folder and a full-refresh build in this same lakehouse.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from retrylake.lakehouse import Lakehouse
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+
+
+@pytest.fixture(scope="session")
+def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
+    root = tmp_path_factory.mktemp("lakehouse")
+    return Lakehouse(root=root, landing=root / "landing")
+
+
+@pytest.fixture(scope="session")
+def spark(lakehouse: Lakehouse):
+    from retrylake.spark import start_session
+
+    session = start_session(lakehouse)
+    yield session
+    session.stop()

@@ -1,0 +1,58 @@
+-- Every line of every landing file is either parsed or quarantined, exactly once: the lines
+-- counted in the files themselves equal the lines staged, file by file.
+with
+
+landing_files as (
+    select
+        trace_files._metadata.file_path as source_file,  -- noqa: RF01
+        split(trace_files.value, '\n') as lines
+    from {{ source('landing', 'trace_files') }} as trace_files
+),
+
+lines_in_files as (
+    select
+        source_file,
+        -- A final newline ends the last line rather than starting another.
+        size(lines) - if(element_at(lines, -1) = '', 1, 0) as landed_lines
+    from landing_files
+),
+
+staged as (
+    select
+        source_file,
+        count_if(line_error is null) as parsed_lines,
+        count_if(line_error is not null) as quarantined_lines,
+        count(distinct line_number) as distinct_lines
+    from {{ ref('stg_landing__trace_lines') }}
+    group by source_file
+),
+
+quarantined as (
+    select
+        file as source_file,
+        count(distinct line) as quarantined_lines
+    from {{ ref('landing_quarantine') }}
+    where record_index is null
+    group by file
+),
+
+final as (
+    select
+        lines_in_files.source_file,
+        lines_in_files.landed_lines,
+        staged.parsed_lines,
+        staged.quarantined_lines,
+        quarantined.quarantined_lines as lines_in_quarantine
+    from lines_in_files
+    full outer join staged
+        on lines_in_files.source_file = staged.source_file
+    left join quarantined
+        on lines_in_files.source_file = quarantined.source_file
+    where
+        coalesce(lines_in_files.landed_lines, 0)
+        <> coalesce(staged.parsed_lines + staged.quarantined_lines, 0)
+        or staged.distinct_lines <> staged.parsed_lines + staged.quarantined_lines
+        or coalesce(quarantined.quarantined_lines, 0) <> staged.quarantined_lines
+)
+
+select * from final

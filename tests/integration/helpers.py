@@ -1,0 +1,49 @@
+"""Reading marts back for assertions: plain Python values, timestamps as epoch milliseconds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+FACT_MARTS = (
+    "consume_attempts",
+    "retry_decisions",
+    "message_lifecycles",
+    "dlq_messages",
+    "group_retry_stats_daily",
+)
+
+
+def rows(spark: Any, table: str, columns: list[str], where: str = "true") -> list[dict]:
+    """Rows of ``table`` as dicts; timestamp columns are converted to epoch ms in SQL so the
+    comparison does not depend on the Python process's time zone."""
+    schema = {field.name: field.dataType.typeName() for field in spark.table(table).schema}
+    select = ", ".join(
+        f"unix_millis({column}) as {column}" if schema[column] == "timestamp" else column
+        for column in columns
+    )
+    return [
+        row.asDict() for row in spark.sql(f"select {select} from {table} where {where}").collect()
+    ]
+
+
+def table_snapshot(spark: Any, table: str, drop: tuple[str, ...] = ()) -> list[tuple]:
+    """Every row of a table, sorted, for comparing two builds."""
+    frame = spark.table(table)
+    columns = [column for column in frame.columns if column not in drop]
+    return sorted(
+        (tuple(row) for row in frame.select(*columns).collect()),
+        key=lambda values: tuple((value is None, str(value)) for value in values),
+    )
+
+
+def retrylake_tables(spark: Any) -> list[str]:
+    """Every table and view retrylake keeps, across its schemas."""
+    names = []
+    for database in spark.catalog.listDatabases():
+        if database.name == "retrylake" or database.name.startswith("retrylake_"):
+            names += [
+                f"{database.name}.{table.name}"
+                for table in spark.catalog.listTables(database.name)
+                if not table.isTemporary  # dbt-spark's session-scoped __dbt_tmp views
+            ]
+    return sorted(names)

@@ -1,0 +1,75 @@
+"""A bad configuration names the file, row and value, before anything is built."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from retrylake.config_check import check_configuration
+from retrylake.errors import ConfigError
+from retrylake.sample import write_seeds
+from tests.conftest import PROJECT_DIR
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(PROJECT_DIR / "seeds", tmp_path / "seeds")
+    return tmp_path
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_shipped_seeds_are_valid():
+    check_configuration(PROJECT_DIR)
+
+
+def test_the_shipped_seeds_match_the_sample_groups(tmp_path: Path):
+    write_seeds(tmp_path)
+    for name in ("consumer_groups.csv", "broker_delay_levels.csv"):
+        assert (tmp_path / name).read_text() == (PROJECT_DIR / "seeds" / name).read_text()
+
+
+@pytest.mark.parametrize(
+    ("delay_string", "named"),
+    [("1s 5x 10s", "'5x'"), ("1s  5s", "position 2"), ("", "empty"), ("1S", "'1S'")],
+)
+def test_bad_delay_strings_name_file_row_and_token(project: Path, delay_string: str, named: str):
+    seed = project / "seeds" / "broker_delay_levels.csv"
+    _replace(seed, "fast-cluster,5s 8s", f"fast-cluster,{delay_string}")
+    with pytest.raises(ConfigError) as error:
+        check_configuration(project)
+    message = str(error.value)
+    assert "broker_delay_levels.csv" in message and "row 3" in message and named in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("payment-ledger,CLUSTERING,ORDERLY", "payment-ledger,CLUSTERING,ORDERED", "'ORDERED'"),
+        ("order-service,CLUSTERING", "order-service,CLUSTER", "'CLUSTER'"),
+        (
+            "payment-ledger,CLUSTERING,ORDERLY,3,1000",
+            "payment-ledger,CLUSTERING,ORDERLY,3,-5",
+            "'-5'",
+        ),
+        (
+            "inventory-sync,CLUSTERING,CONCURRENTLY,3",
+            "inventory-sync,CLUSTERING,CONCURRENTLY,x",
+            "'x'",
+        ),
+        ("inventory-sync,", "order-service,", "listed twice"),
+    ],
+)
+def test_bad_group_rows_name_file_row_and_value(project: Path, old: str, new: str, named: str):
+    seed = project / "seeds" / "consumer_groups.csv"
+    _replace(seed, old, new)
+    with pytest.raises(ConfigError) as error:
+        check_configuration(project)
+    message = str(error.value)
+    assert "consumer_groups.csv" in message and "row " in message and named in message
