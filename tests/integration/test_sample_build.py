@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.commands import build
+from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
 from retrylake.sample import GROUPS, write_sample
 from spark_udfs import DEFAULT_DELAY_LEVELS
@@ -425,6 +425,27 @@ def test_second_build_with_no_new_data_changes_nothing(spark, sample, lakehouse)
     assert (
         "retrylake.message_lifecycles" in tables and len(before["retrylake.consume_attempts"]) > 100
     )
+
+
+def test_docs_generate_describes_every_mart_column(spark, sample, lakehouse):
+    import json
+
+    dbt(PROJECT_DIR, Lakehouse(lakehouse.root, sample.landing), ["docs", "generate"])
+    target = lakehouse.dbt_target
+    catalog = json.loads((target / "catalog.json").read_text())
+    manifest = json.loads((target / "manifest.json").read_text())
+    marts = [
+        node
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and node["schema"] == "retrylake"
+    ]
+    assert len(marts) == 8
+    for node in marts:
+        assert node["description"], node["name"]
+        built = catalog["nodes"][node["unique_id"]]["columns"]
+        documented = {name: column["description"] for name, column in node["columns"].items()}
+        assert set(built) == set(documented), node["name"]
+        assert all(documented.values()), node["name"]
 
 
 def test_batches_build_the_same_marts_as_one_full_build(spark, sample, lakehouse, tmp_path):
