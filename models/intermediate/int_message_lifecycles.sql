@@ -2,26 +2,12 @@
 -- is now, judged against the data watermark.
 with
 
-scope as (
-    select * from {{ ref('int_lifecycle_scope') }}
-),
-
 attempts as (
-    select consume_attempts.*
-    from {{ ref('consume_attempts') }} as consume_attempts
-    left semi join scope
-        on
-            consume_attempts.consumer_group = scope.consumer_group
-            and consume_attempts.msg_id = scope.msg_id
+    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_lifecycle_scope')) }}
 ),
 
 decisions as (
-    select retry_decisions.*
-    from {{ ref('retry_decisions') }} as retry_decisions
-    left semi join scope
-        on
-            retry_decisions.consumer_group = scope.consumer_group
-            and retry_decisions.msg_id = scope.msg_id
+    {{ rows_in_refresh_scope(ref('retry_decisions'), ref('int_lifecycle_scope')) }}
 ),
 
 published as (

@@ -2,17 +2,8 @@
 -- through the rule macros in macros/rules/retry_rules.sql.
 with
 
-scope as (
-    select * from {{ ref('int_lifecycle_scope') }}
-),
-
 attempts as (
-    select consume_attempts.*
-    from {{ ref('consume_attempts') }} as consume_attempts
-    left semi join scope
-        on
-            consume_attempts.consumer_group = scope.consumer_group
-            and consume_attempts.msg_id = scope.msg_id
+    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_lifecycle_scope')) }}
 ),
 
 consumer_groups as (

@@ -2,8 +2,7 @@
 with
 
 records as (
-    select * from {{ ref('stg_trace__records') }}
-    where record_kind = 'EndTransaction' and record_error is null
+    {{ trace_records_of_kind('EndTransaction') }}
 ),
 
 final as (
@@ -20,12 +19,7 @@ final as (
         fields[11] as transaction_state,
         fields[12] = 'true' as is_from_transaction_check,
         timestamp_millis(cast(fields[1] as bigint)) as ended_at,
-        load_id,
-        trace_msg_id,
-        trace_stored_at,
-        source_file,
-        line_number,
-        record_index
+        {{ trace_record_lineage() }}
     from records
 )
 

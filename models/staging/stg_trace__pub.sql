@@ -2,8 +2,7 @@
 with
 
 records as (
-    select * from {{ ref('stg_trace__records') }}
-    where record_kind = 'Pub' and record_error is null
+    {{ trace_records_of_kind('Pub') }}
 ),
 
 final as (
@@ -22,12 +21,7 @@ final as (
         cast(fields[10] as bigint) as cost_ms,
         (case when field_count >= 14 then fields[13] else fields[12] end) = 'true' as is_success,
         timestamp_millis(cast(fields[1] as bigint)) as published_at,
-        load_id,
-        trace_msg_id,
-        trace_stored_at,
-        source_file,
-        line_number,
-        record_index
+        {{ trace_record_lineage() }}
     from records
 )
 

@@ -2,8 +2,7 @@
 with
 
 records as (
-    select * from {{ ref('stg_trace__records') }}
-    where record_kind = 'Recall' and record_error is null
+    {{ trace_records_of_kind('Recall') }}
 ),
 
 final as (
@@ -14,12 +13,7 @@ final as (
         fields[2] as region_id,
         fields[6] = 'true' as is_success,
         timestamp_millis(cast(fields[1] as bigint)) as recalled_at,
-        load_id,
-        trace_msg_id,
-        trace_stored_at,
-        source_file,
-        line_number,
-        record_index
+        {{ trace_record_lineage() }}
     from records
 )
 

@@ -3,8 +3,7 @@
 with
 
 records as (
-    select * from {{ ref('stg_trace__records') }}
-    where record_kind = 'SubAfter' and record_error is null
+    {{ trace_records_of_kind('SubAfter') }}
 ),
 
 final as (
@@ -20,12 +19,7 @@ final as (
         case
             when field_count >= 9 then timestamp_millis(cast(fields[7] as bigint))
         end as consume_ended_at,
-        load_id,
-        trace_msg_id,
-        trace_stored_at,
-        source_file,
-        line_number,
-        record_index
+        {{ trace_record_lineage() }}
     from records
 )
 

@@ -2,8 +2,7 @@
 with
 
 records as (
-    select * from {{ ref('stg_trace__records') }}
-    where record_kind = 'SubBefore' and record_error is null
+    {{ trace_records_of_kind('SubBefore') }}
 ),
 
 final as (
@@ -16,12 +15,7 @@ final as (
         fields[2] as region_id,
         case when field_count >= 9 then fields[8] end as client_host,
         timestamp_millis(cast(fields[1] as bigint)) as consume_started_at,
-        load_id,
-        trace_msg_id,
-        trace_stored_at,
-        source_file,
-        line_number,
-        record_index
+        {{ trace_record_lineage() }}
     from records
 )
 

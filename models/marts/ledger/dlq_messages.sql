@@ -1,28 +1,14 @@
 -- The compensation work list: every message a consumer group sent to its dead-letter queue.
 with
 
-scope as (
-    select * from {{ ref('int_lifecycle_scope') }}
-),
-
 lifecycles as (
-    select message_lifecycles.*
-    from {{ ref('message_lifecycles') }} as message_lifecycles
-    left semi join scope
-        on
-            message_lifecycles.consumer_group = scope.consumer_group
-            and message_lifecycles.msg_id = scope.msg_id
-    where message_lifecycles.final_state = 'DLQ'
+    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_lifecycle_scope')) }}
+    where in_scope.final_state = 'DLQ'
 ),
 
 dlq_decisions as (
-    select retry_decisions.*
-    from {{ ref('retry_decisions') }} as retry_decisions
-    left semi join scope
-        on
-            retry_decisions.consumer_group = scope.consumer_group
-            and retry_decisions.msg_id = scope.msg_id
-    where retry_decisions.decision = 'DLQ'
+    {{ rows_in_refresh_scope(ref('retry_decisions'), ref('int_lifecycle_scope')) }}
+    where in_scope.decision = 'DLQ'
 ),
 
 final as (

@@ -2,26 +2,12 @@
 -- the group that UTC day, so its rates and percentiles describe whole lifecycles.
 with
 
-scope as (
-    select * from {{ ref('int_lifecycle_scope') }}
-),
-
 lifecycles as (
-    select message_lifecycles.*
-    from {{ ref('message_lifecycles') }} as message_lifecycles
-    left semi join scope
-        on
-            message_lifecycles.consumer_group = scope.consumer_group
-            and message_lifecycles.msg_id = scope.msg_id
+    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_lifecycle_scope')) }}
 ),
 
 attempts as (
-    select consume_attempts.*
-    from {{ ref('consume_attempts') }} as consume_attempts
-    left semi join scope
-        on
-            consume_attempts.consumer_group = scope.consumer_group
-            and consume_attempts.msg_id = scope.msg_id
+    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_lifecycle_scope')) }}
 ),
 
 first_deliveries as (
