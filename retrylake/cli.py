@@ -39,15 +39,47 @@ def _parser() -> argparse.ArgumentParser:
     _add_location_args(dbt)
     dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="arguments for dbt")
 
-    demo = commands.add_parser("demo", help="build a sample landing set and print a summary")
+    generate = commands.add_parser(
+        "generate", help="write simulated RocketMQ trace data as a landing zone, with ground truth"
+    )
+    generate.add_argument("--out", required=True, help="folder to write trace/, dlq/ and seeds/ to")
+    generate.add_argument("--messages", type=int, default=3000, help="messages to publish")
+    generate.add_argument("--seed", type=int, default=1, help="random seed (same seed, same bytes)")
+    generate.add_argument(
+        "--start", default="2026-03-01T00:00:00Z", help="simulated start time (ISO 8601, UTC)"
+    )
+    generate.add_argument("--hours", type=float, default=6.0, help="simulated hours")
+    generate.add_argument(
+        "--client-versions",
+        nargs="+",
+        default=["4.9"],
+        help="client versions whose trace layouts to mix: 4.9, 4.9.1, 4.8, 4.7, old",
+    )
+    generate.add_argument(
+        "--dlq-export", action="store_true", help="also write dlq/ as read from %%DLQ%% topics"
+    )
+    generate.add_argument(
+        "--seeds",
+        help="folder with the consumer_groups.csv and broker_delay_levels.csv to simulate",
+    )
+    generate.add_argument(
+        "--compression",
+        choices=["none", "gzip", "mixed"],
+        default="mixed",
+        help="gzip the trace files: none, all, or every other hour (default)",
+    )
+
+    demo = commands.add_parser("demo", help="generate sample traffic, build it, print a summary")
     _add_location_args(demo)
+    demo.add_argument("--messages", type=int, default=3000, help="messages to generate")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
-    project_dir = Path(args.project_dir).resolve()
+    if args.command != "generate":
+        lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
+        project_dir = Path(args.project_dir).resolve()
     try:
         if args.command == "build":
             from retrylake.commands import build
@@ -63,10 +95,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return 2
             dbt(project_dir, lakehouse, dbt_args)
+        elif args.command == "generate":
+            from retrylake.commands import generate
+
+            generate(args)
         elif args.command == "demo":
             from retrylake.commands import demo
 
-            demo(project_dir, lakehouse)
+            demo(project_dir, lakehouse, messages=args.messages)
     except LakehouseBusyError as error:
         print(f"retrylake: {error}", file=sys.stderr)
         return 3

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
+import sys
 from pathlib import Path
 
 from retrylake.config_check import check_configuration
@@ -56,23 +58,74 @@ order by consumer_group
 """
 
 
-def demo(project_dir: Path, lakehouse: Lakehouse) -> None:
-    """Write the sample landing set into a fresh landing zone, build, and print a summary."""
-    from retrylake.sample import write_sample
+def generate(args: argparse.Namespace) -> None:
+    """`retrylake generate`: write simulated traffic and report its throughput."""
+    import datetime as dt
+    import time
+
+    from retrylake.generator import GeneratorConfig
+    from retrylake.generator import generate as run_generator
+
+    start = dt.datetime.fromisoformat(args.start.replace("Z", "+00:00"))
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=dt.UTC)
+    versions = tuple(v for value in args.client_versions for v in value.split(",") if v)
+    config = GeneratorConfig(
+        out=Path(args.out).resolve(),
+        messages=args.messages,
+        seed=args.seed,
+        start_ms=int(start.timestamp() * 1000),
+        hours=args.hours,
+        client_versions=versions,
+        dlq_export=args.dlq_export,
+        compression=args.compression,
+    )
+    began = time.perf_counter()
+    stats = run_generator(
+        config, seeds_dir=Path(args.seeds) if args.seeds else None, progress=sys.stderr.isatty()
+    )
+    seconds = time.perf_counter() - began
+    print(
+        f"Wrote {stats.records:,} trace records in {stats.trace_messages:,} trace messages "
+        f"({stats.lines:,} lines) for {stats.messages:,} messages and {stats.lifecycles:,} "
+        f"lifecycles to {config.out} in {seconds:.1f} s ({stats.records / seconds:,.0f} records/s)"
+    )
+
+
+def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> None:
+    """Generate traffic for the project's consumer groups into a fresh landing zone, build it,
+    print a per-group summary and check the marts against the generator's ground truth."""
+    from retrylake.generator import GeneratorConfig, read_ground_truth
+    from retrylake.generator import generate as run_generator
 
     check_configuration(project_dir)
     with lakehouse.lock():
         if lakehouse.landing.exists():
             shutil.rmtree(lakehouse.landing)
-        sample = write_sample(lakehouse.landing)
+        stats = run_generator(
+            GeneratorConfig(out=lakehouse.landing, messages=messages, dlq_export=True),
+            seeds_dir=project_dir / "seeds",
+            progress=sys.stderr.isatty(),
+        )
         print(
-            f"Wrote {sample.landing_lines} trace lines for {len(sample.lifecycles)} lifecycles "
-            f"to {lakehouse.landing}"
+            f"Generated {stats.records:,} trace records for {stats.lifecycles:,} lifecycles "
+            f"in {lakehouse.landing}"
         )
         spark = start_session(lakehouse)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
         rows = spark.sql(SUMMARY_SQL).collect()
         quarantined = spark.sql("select count(*) from retrylake.landing_quarantine").first()[0]
+        built = {
+            (row.consumer_group, row.msg_id): row.final_state
+            for row in spark.sql(
+                "select consumer_group, msg_id, final_state from retrylake.message_lifecycles"
+            ).collect()
+        }
+    truth = {
+        (row["consumer_group"], row["msg_id"]): row["final_state"]
+        for row in read_ground_truth(lakehouse.landing)
+    }
+    agreeing = sum(built.get(key) == state for key, state in truth.items())
     print()
     print(
         format_table(
@@ -91,6 +144,10 @@ def demo(project_dir: Path, lakehouse: Lakehouse) -> None:
         )
     )
     print(f"\nQuarantined landing lines and records: {quarantined}")
+    print(
+        f"Final states agreeing with the generator's ground truth: {agreeing:,} of {len(truth):,}"
+        + ("" if len(built) == len(truth) else f" ({len(built):,} lifecycles built)")
+    )
     print(
         f"Marts are in {lakehouse.warehouse / 'retrylake.db'}; "
         'query them with `retrylake dbt -- show --inline "select ..."`.'

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retrylake import trace_format as tf
-from retrylake.simulator import Group, Lifecycle, Message, Simulator, hour_path, write_lines
+from retrylake.broker_rules import Group
+from retrylake.simulator import Lifecycle, Message, Simulator, hour_path, write_lines
 from spark_udfs import DEFAULT_DELAY_LEVELS
 
 START_MS = int(dt.datetime(2026, 3, 1, 22, 0, tzinfo=dt.UTC).timestamp() * 1000)

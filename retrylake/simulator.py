@@ -14,39 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrylake import trace_format as tf
+from retrylake.broker_rules import CONSUME_TIMEOUT_MS, Group, decide
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 SUCCESS_OUTCOMES = {"SUCCESS": "SUCCESS", "SLOW_SUCCESS": "TIME_OUT"}
 FAILURE_OUTCOMES = {"FAILED": "FAILED", "EXCEPTION": "EXCEPTION", "RETURNNULL": "RETURNNULL"}
-CONSUME_TIMEOUT_MS = 15 * 60 * 1000
-
-
-@dataclass(frozen=True)
-class Group:
-    name: str
-    message_model: str = "CLUSTERING"
-    consume_mode: str = "CONCURRENTLY"
-    max_reconsume_times: int = -1
-    suspend_ms: int = 1000
-    retry_queue_nums: int = 1
-    delay_level_when_next_consume: int = 0
-    broker_cluster: str = "DefaultCluster"
-    client_line: str = "remoting-4.9"
-    in_seed: bool = True
-
-    def seed_row(self) -> list[object]:
-        return [
-            self.name,
-            self.message_model,
-            self.consume_mode,
-            self.max_reconsume_times,
-            self.suspend_ms,
-            self.retry_queue_nums,
-            self.delay_level_when_next_consume,
-            self.broker_cluster,
-            self.client_line,
-            "",
-        ]
 
 
 @dataclass(frozen=True)
@@ -250,37 +222,14 @@ class Simulator:
         return lifecycle
 
     def _decide(self, group: Group, delivery: Delivery) -> None:
-        """The broker and client rules of spec §11, for one failed delivery."""
-        r = delivery.reconsume_times
         assert delivery.ended_ms is not None
         table = self.delay_table(group.broker_cluster)
-        if group.consume_mode == "ORDERLY":
-            limit = None if group.max_reconsume_times == -1 else group.max_reconsume_times
-            if limit is not None and r >= limit:
-                delivery.decision = "DLQ"
-                delay = 0
-                if group.client_line == "remoting-4.9":  # 4.9.x keeps DELAY=3+r on the DLQ copy
-                    delivery.delay_level = min(3 + r, len(table))
-                    delay = delivery.delay_ms = table[delivery.delay_level - 1]
-                delivery.entered_dlq_ms = delivery.ended_ms + delay
-            else:
-                delivery.decision = "LOCAL_RETRY"
-                delivery.delay_ms = min(max(group.suspend_ms, 10), 30_000)
-                delivery.expected_redelivery_ms = delivery.ended_ms + delivery.delay_ms
-            return
-        if group.message_model == "BROADCASTING" or group.retry_queue_nums <= 0:
-            delivery.decision = "DROP"
-            return
-        limit = 16 if group.max_reconsume_times == -1 else group.max_reconsume_times
-        level_asked = group.delay_level_when_next_consume
-        if r >= limit or level_asked < 0:
-            delivery.decision = "DLQ"
-            delivery.entered_dlq_ms = delivery.ended_ms
-            return
-        delivery.decision = "RETRY"
-        delivery.delay_level = min(level_asked if level_asked > 0 else 3 + r, len(table))
-        delivery.delay_ms = table[delivery.delay_level - 1]
-        delivery.expected_redelivery_ms = delivery.ended_ms + delivery.delay_ms
+        decision = decide(group, delivery.reconsume_times, delivery.ended_ms, table)
+        delivery.decision = decision.decision
+        delivery.delay_level = decision.delay_level
+        delivery.delay_ms = decision.delay_ms
+        delivery.expected_redelivery_ms = decision.expected_redelivery_ms
+        delivery.entered_dlq_ms = decision.entered_dlq_ms
 
     def extra_record(self, timestamp: int, record: str) -> None:
         """Add a record the simulation does not model (EndTransaction, Recall, a bad record)."""

@@ -7,8 +7,10 @@ staging models; this module is its independent counterpart.
 from __future__ import annotations
 
 import base64
+import functools
 import ipaddress
 import json
+import struct
 from dataclasses import dataclass
 
 CONTENT_SPLITOR = "\u0001"  # between fields
@@ -31,28 +33,28 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+@functools.lru_cache(maxsize=1024)
+def _packed_ip(ip: str) -> bytes:
+    return ipaddress.ip_address(ip).packed
+
+
 def offset_msg_id(store_ip: str, port: int, commit_log_offset: int) -> str:
     """The broker's offsetMsgId: store host, port and commit-log offset in upper-case hex."""
-    packed = (
-        ipaddress.ip_address(store_ip).packed
-        + port.to_bytes(4, "big")
-        + commit_log_offset.to_bytes(8, "big")
-    )
-    return packed.hex().upper()
+    return (_packed_ip(store_ip) + struct.pack(">iq", port, commit_log_offset)).hex().upper()
 
 
 def uniq_msg_id(
     ip: str, pid: int, class_loader_hash: int, born_ms: int, month_start_ms: int, counter: int
 ) -> str:
     """The client's UNIQ_KEY (spec §6.2): ip, pid, class-loader hash, time in month, counter."""
-    packed = (
-        ipaddress.ip_address(ip).packed
-        + (pid & 0xFFFF).to_bytes(2, "big")
-        + (class_loader_hash & 0xFFFFFFFF).to_bytes(4, "big")
-        + ((born_ms - month_start_ms) & 0xFFFFFFFF).to_bytes(4, "big")
-        + (counter & 0xFFFF).to_bytes(2, "big")
+    fields = struct.pack(
+        ">HIIH",
+        pid & 0xFFFF,
+        class_loader_hash & 0xFFFFFFFF,
+        (born_ms - month_start_ms) & 0xFFFFFFFF,
+        counter & 0xFFFF,
     )
-    return packed.hex().upper()
+    return (_packed_ip(ip) + fields).hex().upper()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,120 @@
+"""The traffic generator: deterministic bytes, the broker's rules, the transport faults."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from retrylake.generator import GeneratorConfig, generate, read_ground_truth
+from spark_udfs import decode_offset_msg_id, parse_message_properties
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _lines(root: Path, kind: str) -> list[str]:
+    lines = []
+    for path in sorted((root / kind).rglob("*.jsonl*")):
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        lines += raw.decode("utf-8").splitlines()
+    return lines
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("generated")
+    config = GeneratorConfig(
+        out=out,
+        messages=4000,
+        seed=7,
+        client_versions=("4.9", "4.8", "4.9.1"),
+        dlq_export=True,
+        duplicate_share=0.02,
+        late_share=0.05,
+        malformed_share=0.01,
+    )
+    return config, generate(config)
+
+
+def test_one_seed_gives_identical_bytes(run, tmp_path: Path):
+    config, _ = run
+    again = GeneratorConfig(**{**config.__dict__, "out": tmp_path / "again"})
+    generate(again)
+    assert _files(config.out) == _files(again.out)
+    other = GeneratorConfig(**{**config.__dict__, "out": tmp_path / "other", "seed": 8})
+    generate(other)
+    assert _files(other.out)["ground_truth.jsonl"] != _files(config.out)["ground_truth.jsonl"]
+
+
+def test_every_line_is_counted_and_the_faults_are_there(run):
+    config, stats = run
+    lines = _lines(config.out, "trace")
+    assert len(lines) == stats.lines
+    parsed, malformed = [], 0
+    for line in lines:
+        try:
+            parsed.append(json.loads(line))
+        except json.JSONDecodeError:
+            malformed += 1
+    assert malformed == stats.malformed_lines > 0
+    ids = Counter(message["msgId"] for message in parsed)
+    assert sum(count - 1 for count in ids.values()) == stats.duplicate_lines > 0
+    assert any("bodyBase64" in message for message in parsed)
+    assert stats.late_lines > 0
+    assert max(message["storeTimestamp"] for message in parsed) == stats.watermark_ms
+
+
+def test_trace_records_follow_the_client_layouts(run):
+    config, _ = run
+    counts: dict[str, Counter] = {}
+    for line in _lines(config.out, "trace"):
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "body" not in message:
+            continue
+        for record in message["body"].split("\u0002")[:-1]:
+            fields = record.split("\u0001")
+            counts.setdefault(fields[0], Counter())[len(fields)] += 1
+    assert set(counts["Pub"]) == {14, 15}
+    assert set(counts["SubBefore"]) == {8, 9}
+    assert set(counts["SubAfter"]) == {7, 9}
+    # consume requests batch several messages under one request id
+    assert counts["SubBefore"].total() > counts["Pub"].total()
+
+
+def test_ground_truth_and_dlq_export_agree_with_the_rules(run):
+    config, stats = run
+    truth = list(read_ground_truth(config.out))
+    assert len(truth) == stats.lifecycles
+    assert len({(row["consumer_group"], row["msg_id"]) for row in truth}) == len(truth)
+    states = Counter(row["final_state"] for row in truth)
+    assert {"CONSUMED", "DLQ", "DROPPED"} <= set(states)
+    dead = {(row["consumer_group"], row["msg_id"]): row for row in truth if row["in_dlq"]}
+    exported = [json.loads(line) for line in _lines(config.out, "dlq")]
+    assert len(exported) == len(dead) == stats.dlq_messages
+    for copy in exported:
+        group = copy["topic"].removeprefix("%DLQ%")
+        row = dead[(group, copy["msgId"])]
+        properties = copy.get("properties") or parse_message_properties(copy["propertiesString"])
+        assert copy["reconsumeTimes"] == row["dlq_reconsume_times"]
+        assert properties["UNIQ_KEY"] == copy["msgId"]
+        assert decode_offset_msg_id(copy["offsetMsgId"]) is not None
+        if group == "payment-ledger":  # orderly: the client sent it, with its own msgId
+            assert properties["ORIGIN_MESSAGE_ID"] == copy["msgId"]
+            assert properties["REAL_TOPIC"] == copy["topic"]
+        else:
+            assert properties["ORIGIN_MESSAGE_ID"] == row["origin_msg_id"]
+            assert properties["DELAY"] == "0"
+            assert ("REAL_TOPIC" in properties) == (copy["reconsumeTimes"] > 1)
+    assert (config.out / "seeds" / "consumer_groups.csv").read_text().count("\n") >= 8
