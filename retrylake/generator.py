@@ -305,7 +305,7 @@ class Generator:
     # run -------------------------------------------------------------------------------------
     def run(self, progress: bool = False) -> Stats:
         config = self.config
-        publish_span = int(config.hours * HOUR_MS * 0.95)
+        publish_span = int(config.hours * HOUR_MS)  # to the end: some work is still in flight
         for index in range(config.messages):
             # evenly spread, jittered: message n is published in its own slot of the span
             slot = publish_span / config.messages

@@ -70,3 +70,17 @@ def test_dbt_passthrough_keeps_everything_inside_its_lakehouse(project: Path, tm
     # nothing is written next to the project: no metastore, warehouse, logs or target there
     leftovers = {"metastore_db", "spark-warehouse", "derby.log", "logs", "target"}
     assert not leftovers & {path.name for path in project.iterdir()}
+
+
+def test_demo_generates_builds_and_agrees_with_its_ground_truth(project: Path, tmp_path: Path):
+    lakehouse = tmp_path / "demo-lakehouse"
+    result = retrylake("demo", "--messages", "400", "--lakehouse", str(lakehouse), cwd=project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = result.stdout[result.stdout.index("consumer_group") :]
+    for group in ("order-service", "payment-ledger", "notification-push"):
+        assert group in summary
+    agreement = next(
+        line for line in result.stdout.splitlines() if "agreeing with the generator" in line
+    )
+    agreeing, total = agreement.split(": ")[1].split(" of ")
+    assert agreeing == total.split()[0] and int(agreeing.replace(",", "")) > 400
