@@ -305,12 +305,8 @@ class Generator:
     # run -------------------------------------------------------------------------------------
     def run(self, progress: bool = False) -> Stats:
         config = self.config
-        publish_span = int(config.hours * HOUR_MS)  # to the end: some work is still in flight
-        for index in range(config.messages):
-            # evenly spread, jittered: message n is published in its own slot of the span
-            slot = publish_span / config.messages
-            at = config.start_ms + int(index * slot + self.rng.random() * slot)
-            self._push(at, self._PUBLISH, index)
+        if config.messages > 0:
+            self._push(self._publish_time(0), self._PUBLISH, 0)
         last_report = time.monotonic()
         while self.events:
             at, _, kind, payload = heapq.heappop(self.events)
@@ -319,6 +315,9 @@ class Generator:
             self._drain_records(at)
             if kind == self._PUBLISH:
                 self._publish(at)
+                following = payload + 1  # type: ignore[operator]
+                if following < config.messages:  # one at a time: memory stays bounded
+                    self._push(self._publish_time(following), self._PUBLISH, following)
             elif kind == self._DELIVER:
                 self._deliver(at, payload)  # type: ignore[arg-type]
             else:
@@ -338,6 +337,12 @@ class Generator:
         return self.stats
 
     # producers -------------------------------------------------------------------------------
+    def _publish_time(self, index: int) -> int:
+        """Message n is published at a jittered time in its own slot of the whole run, up to
+        the end, so some work is still in flight when the run stops."""
+        slot = (self.end_ms - self.config.start_ms) / self.config.messages
+        return self.config.start_ms + int(index * slot + self.rng.random() * slot)
+
     def _publish(self, at: int) -> None:
         topic = self._choose_topic()
         self.stats.messages += 1

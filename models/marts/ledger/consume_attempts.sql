@@ -1,3 +1,5 @@
+{{ config(post_hook="{{ drop_moved_partitions() }}") }}
+-- depends_on: {{ ref('int_lifecycle_scope') }}  (read by the post-hook)
 -- One row per delivery of a message to a consumer group.
 with
 

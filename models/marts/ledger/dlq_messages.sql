@@ -1,3 +1,5 @@
+{{ config(post_hook="{{ drop_moved_partitions() }}") }}
+-- depends_on: {{ ref('consume_attempts') }}  (read by the post-hook)
 -- The compensation work list: every message a consumer group sent to its dead-letter queue.
 with
 

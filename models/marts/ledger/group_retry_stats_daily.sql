@@ -1,3 +1,4 @@
+{{ config(post_hook="{{ drop_days_without_lifecycles() }}") }}
 -- Retry health per consumer group and day. A day is the cohort of messages first delivered to
 -- the group that UTC day, so its rates and percentiles describe whole lifecycles.
 with

@@ -1,3 +1,5 @@
+{{ config(post_hook="{{ drop_moved_partitions() }}") }}
+-- depends_on: {{ ref('consume_attempts') }}, {{ ref('int_lifecycle_scope') }}  (read by the post-hook)
 -- One row per (consumer group, message): deliveries and where the message is now.
 with
 

@@ -1,3 +1,5 @@
+{{ config(post_hook="{{ drop_moved_partitions() }}") }}
+-- depends_on: {{ ref('consume_attempts') }}, {{ ref('int_lifecycle_scope') }}  (read by the post-hook)
 -- One row per failed delivery: what the client and broker did with it, and whether the
 -- redelivery came when the rules say it should.
 with

@@ -1,0 +1,56 @@
+{#- A lifecycle's `lifecycle_date` only moves earlier, when a late record shows an earlier
+    first delivery. Dynamic partition overwrite rewrites the partitions that receive rows, so a
+    partition whose lifecycles all moved away receives none and keeps their old rows. After a
+    fact mart is written, this post-hook finds such partitions (rows of lifecycles in this run's
+    scope dated later than the lifecycle's first delivery in consume_attempts) and drops them.
+    It needs no memory of the previous run, so a crash before it runs is mended by the next. -#}
+{% macro drop_moved_partitions() %}
+    {%- if execute and is_incremental() -%}
+        {%- set attempts = this if model.name == 'consume_attempts' else ref('consume_attempts') -%}
+        {%- set stale_query -%}
+            with current_dates as (
+                select
+                    attempts.consumer_group,
+                    attempts.msg_id,
+                    min(attempts.lifecycle_date) as lifecycle_date
+                from {{ attempts }} as attempts
+                left semi join {{ ref('int_lifecycle_scope') }} as scope
+                    on
+                        attempts.consumer_group = scope.consumer_group
+                        and attempts.msg_id = scope.msg_id
+                group by attempts.consumer_group, attempts.msg_id
+            )
+
+            select distinct cast(written.lifecycle_date as string) as lifecycle_date
+            from {{ this }} as written
+            inner join current_dates
+                on
+                    written.consumer_group = current_dates.consumer_group
+                    and written.msg_id = current_dates.msg_id
+            where written.lifecycle_date > current_dates.lifecycle_date
+        {%- endset -%}
+        {%- for stale_date in run_query(stale_query).columns[0].values() -%}
+            {%- do run_query("alter table " ~ this ~ " drop if exists partition (lifecycle_date = '"
+                ~ stale_date ~ "')") -%}
+        {%- endfor -%}
+    {%- endif -%}
+    select 1
+{% endmacro %}
+
+{#- The daily stats are partitioned by day: a rewritten day holds every group's row, so a day
+    to drop is one left with no lifecycles at all. -#}
+{% macro drop_days_without_lifecycles() %}
+    {%- if execute and is_incremental() -%}
+        {%- set stale_query -%}
+            select distinct cast(stats.stat_date as string) as stat_date
+            from {{ this }} as stats
+            left anti join {{ ref('message_lifecycles') }} as lifecycles
+                on stats.stat_date = lifecycles.lifecycle_date
+        {%- endset -%}
+        {%- for stale_date in run_query(stale_query).columns[0].values() -%}
+            {%- do run_query("alter table " ~ this ~ " drop if exists partition (stat_date = '"
+                ~ stale_date ~ "')") -%}
+        {%- endfor -%}
+    {%- endif -%}
+    select 1
+{% endmacro %}
