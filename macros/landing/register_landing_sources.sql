@@ -1,6 +1,9 @@
-{#- The landing zone is a folder of files, not a table: (re)declare it as external text tables at
-    the start of every run, so the `landing` source always points at the configured folder.
-    `wholetext` keeps each file in one row so that staging can number its lines exactly. -#}
+{#- The landing zone is a folder of files, not a table: (re)declare it as external tables at the
+    start of every run, so the `landing` source always points at the configured folder.
+    `trace_files` reads each file into one row (`wholetext`) so staging can number its lines
+    exactly, and skips a file it cannot read (a truncated gzip) instead of failing the build;
+    `trace_file_list` lists every file without reading it, so such a file is still accounted
+    for. -#}
 {% macro register_landing_sources() %}
     {%- if execute -%}
         {%- set landing = var('landing_path') | replace("'", "\\'") -%}
@@ -10,6 +13,10 @@
             "drop table if exists " ~ schema ~ ".trace_files",
             "create table " ~ schema ~ ".trace_files using text options (path '"
                 ~ landing ~ "/trace', wholetext 'true', recursiveFileLookup 'true',"
+                ~ " pathGlobFilter '*.{jsonl,jsonl.gz}', ignoreCorruptFiles 'true')",
+            "drop table if exists " ~ schema ~ ".trace_file_list",
+            "create table " ~ schema ~ ".trace_file_list using binaryFile options (path '"
+                ~ landing ~ "/trace', recursiveFileLookup 'true',"
                 ~ " pathGlobFilter '*.{jsonl,jsonl.gz}')",
         ] -%}
         {%- for statement in statements -%}

@@ -1,7 +1,8 @@
 {{ config(materialized='view') }}
 
 -- Every landing line or trace record that could not be used, with the reason. Together with the
--- parsed lines it accounts for every line that landed.
+-- parsed lines it accounts for every line that landed. A view: records that wait for a partner
+-- (a SubAfter whose SubBefore has not landed yet) leave it as soon as the partner arrives.
 with
 
 lines as (
@@ -36,10 +37,60 @@ rejected_records as (
     where record_error is not null
 ),
 
+sub_before as (
+    select * from {{ ref('stg_trace__sub_before') }}
+),
+
+sub_after as (
+    select * from {{ ref('stg_trace__sub_after') }}
+),
+
+-- A request id names one consume request; a later SubBefore reusing it for the same message is
+-- not paired (its SubAfter could not be told apart) and is kept here instead.
+ranked_sub_before as (
+    select
+        *,
+        dense_rank() over (
+            partition by consumer_group, msg_id, request_id order by consume_started_at asc
+        ) as use_number
+    from sub_before
+),
+
+reused_request_ids as (
+    select distinct
+        'trace' as source,
+        source_file as file,
+        line_number as line,
+        record_index,
+        cast(null as string) as raw_text,
+        'request id ' || request_id || ' reused for another delivery of ' || msg_id as reason
+    from ranked_sub_before
+    where use_number > 1
+),
+
+orphan_results as (
+    select
+        'trace' as source,
+        sub_after.source_file as file,
+        sub_after.line_number as line,
+        sub_after.record_index,
+        cast(null as string) as raw_text,
+        'SubAfter without its SubBefore (request ' || sub_after.request_id || ')' as reason
+    from sub_after
+    left anti join sub_before
+        on
+            sub_after.request_id = sub_before.request_id
+            and sub_after.msg_id = sub_before.msg_id
+),
+
 final as (
     select * from rejected_lines
     union all
     select * from rejected_records
+    union all
+    select * from reused_request_ids
+    union all
+    select * from orphan_results
 )
 
 select * from final

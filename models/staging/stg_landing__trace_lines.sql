@@ -23,6 +23,22 @@ ingested_files as (
     {% endif %}
 ),
 
+listed_files as (
+    select trace_file_list.path as source_file
+    from {{ source('landing', 'trace_file_list') }} as trace_file_list
+    where trace_file_list.length > 0
+),
+
+-- A listed file that the text reader skipped: truncated or corrupt; counted as one line 0.
+unreadable_files as (
+    select listed_files.source_file
+    from listed_files
+    left anti join landing_files
+        on listed_files.source_file = landing_files.source_file
+    left anti join ingested_files
+        on listed_files.source_file = ingested_files.source_file
+),
+
 unread_files as (
     select
         landing_files.source_file,
@@ -95,7 +111,9 @@ checked as (
         coalesce(trace_message.`body`, cast(decoded.body_bytes as string)) as body,
         case
             when trim(decoded.line_text) = '' then 'empty line'
-            when not is_valid_utf8(decoded.line_text) then 'line is not valid UTF-8'
+            -- the text reader turns invalid UTF-8 bytes into U+FFFD
+            when not is_valid_utf8(decoded.line_text) or instr(decoded.line_text, '\uFFFD') > 0
+                then 'line is not valid UTF-8'
             when decoded.trace_message is null or trace_message.`_corrupt_record` is not null
                 then 'not a valid JSON object'
             when trace_message.`msgId` is null or trace_message.`msgId` = '' then 'missing msgId'
@@ -111,6 +129,38 @@ checked as (
     from decoded
 ),
 
+unreadable_lines as (
+    select
+        source_file,
+        0 as line_number,
+        cast(null as string) as trace_msg_id,
+        cast(null as bigint) as store_ts_ms,
+        cast(null as string) as store_host,
+        cast(null as string) as trace_keys,
+        cast(null as string) as body,
+        'file could not be read: truncated or corrupt' as line_error,
+        cast(null as string) as line_text
+    from unreadable_files
+),
+
+all_lines as (
+    select
+        source_file,
+        line_number,
+        trace_msg_id,
+        store_ts_ms,
+        store_host,
+        trace_keys,
+        body,
+        line_error,
+        line_text
+    from checked
+
+    union all
+
+    select * from unreadable_lines
+),
+
 final as (
     select
         cast({{ load_id }} as bigint) as load_id,
@@ -124,7 +174,7 @@ final as (
         line_error,
         -- Raw text is kept only where someone must look at it: the quarantined lines.
         case when line_error is not null then line_text end as raw_text
-    from checked
+    from all_lines
 )
 
 select * from final

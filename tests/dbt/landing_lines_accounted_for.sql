@@ -24,6 +24,7 @@ staged as (
         count_if(line_error is not null) as quarantined_lines,
         count(distinct line_number) as distinct_lines
     from {{ ref('stg_landing__trace_lines') }}
+    where line_number > 0  -- line 0 stands for a whole file that could not be read
     group by source_file
 ),
 
@@ -32,7 +33,7 @@ quarantined as (
         file as source_file,
         count(distinct line) as quarantined_lines
     from {{ ref('landing_quarantine') }}
-    where record_index is null
+    where record_index is null and line > 0
     group by file
 ),
 

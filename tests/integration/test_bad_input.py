@@ -1,0 +1,230 @@
+"""Bad landing input: every kind lands in landing_quarantine with a reason, or is handled as the
+spec says, and the build succeeds with every line accounted for."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from retrylake import trace_format as tf
+from retrylake.commands import build
+from retrylake.lakehouse import Lakehouse
+from tests.conftest import PROJECT_DIR
+from tests.integration.helpers import rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+V = tf.CLIENT_VERSIONS["4.9"]
+T0 = 1_772_400_000_000  # 2026-03-01T21:20:00Z
+GROUP = "order-service"
+
+
+def _before(at: int, request: str, msg: str, retries: int, keys: str | None = None) -> str:
+    return tf.sub_before_record(
+        V,
+        timestamp=at,
+        region="r",
+        group=GROUP,
+        request_id=request,
+        msg_id=msg,
+        retry_times=retries,
+        keys=keys,
+    )
+
+
+def _after(at: int, request: str, msg: str, success: bool) -> str:
+    return tf.sub_after_record(
+        V,
+        request_id=request,
+        msg_id=msg,
+        cost_ms=20,
+        success=success,
+        keys=None,
+        return_type="SUCCESS" if success else "FAILED",
+        timestamp=at,
+        group=GROUP,
+    )
+
+
+def _line(number: int, body: str, store: int, **extra: object) -> str:
+    return tf.landing_line(
+        trace_msg_id=f"TRACE{number:04d}",
+        store_timestamp=store,
+        store_host="10.0.0.1:10911",
+        body=body,
+        **extra,
+    )
+
+
+@pytest.fixture(scope="module")
+def bad_landing(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFactory):
+    landing = tmp_path_factory.mktemp("bad-landing")
+    trace = landing / "trace"
+    trace.mkdir()
+    good = [
+        # a normal failure and retry, then success
+        _line(1, _before(T0, "R1", "M1", 0) + _after(T0 + 20, "R1", "M1", False), T0 + 30),
+        _line(
+            2,
+            _before(T0 + 10_100, "R2", "M1", 1) + _after(T0 + 10_120, "R2", "M1", True),
+            T0 + 10_130,
+        ),
+        # the retry count goes backwards: a redelivery after a rebalance carries r = 0 again
+        _line(
+            3,
+            _before(T0 + 50, "R3", "M2", 0)
+            + _after(T0 + 70, "R3", "M2", False)
+            + _before(T0 + 10_200, "R4", "M2", 1)
+            + _after(T0 + 10_220, "R4", "M2", False)
+            + _before(T0 + 20_000, "R5", "M2", 0)
+            + _after(T0 + 20_020, "R5", "M2", True),
+            T0 + 20_030,
+        ),
+        # a request id reused for a later delivery of the same message
+        _line(
+            4,
+            _before(T0 + 100, "R6", "M3", 0)
+            + _after(T0 + 120, "R6", "M3", True)
+            + _before(T0 + 30_000, "R6", "M3", 0),
+            T0 + 30_010,
+        ),
+        # a SubAfter whose SubBefore never came, and a SubBefore still without its SubAfter
+        _line(
+            5, _after(T0 + 200, "R7", "M4", True) + _before(T0 + 40_000, "R8", "M5", 0), T0 + 40_010
+        ),
+        # a 10 MB body: one delivery whose KEYS are enormous, parsed like any other
+        _line(
+            6,
+            _before(T0 + 300, "R9", "M6", 0, keys="k" * 10_000_000)
+            + _after(T0 + 320, "R9", "M6", True),
+            T0 + 40_020,
+        ),
+    ]
+    bad_utf8 = base64.b64encode(b"SubBefore\x01\xff\xfe\x02").decode()
+    bad = [
+        "this is not JSON",
+        "",
+        json.dumps({"msgId": "T9", "storeTimestamp": "12x", "body": "x"}),
+        json.dumps({"msgId": "T8", "storeTimestamp": T0, "bodyBase64": bad_utf8}),
+        _line(7, "Mystery\u0001x\u0002", T0 + 1),
+        _line(8, "SubBefore\u00011\u0002", T0 + 2),
+        _line(9, "SubBefore\u0001soon\u0001r\u0001g\u0001R\u0001M\u00010\u0001k\u0002", T0 + 3),
+    ]
+    lines = good[:3] + bad + good[3:]
+    (trace / "mixed.jsonl").write_text("\n".join(lines) + "\n")
+    (trace / "invalid-bytes.jsonl").write_bytes(b'{"msgId": "\xff\xfe", "storeTimestamp": 1}\n')
+    noise = "".join(f'{{"n": {i}, "pad": "{random.Random(i).random()}"}}\n' for i in range(5000))
+    packed = gzip.compress(noise.encode())
+    (trace / "truncated.jsonl.gz").write_bytes(packed[: len(packed) // 2])
+    (trace / "empty.jsonl").write_bytes(b"")
+    build(PROJECT_DIR, Lakehouse(lakehouse.root, landing), full_refresh=True)
+    spark.catalog.setCurrentDatabase("retrylake")
+    return lines
+
+
+def test_bad_lines_and_records_are_quarantined_with_a_reason(spark, bad_landing):
+    found = sorted(
+        (Path(row["file"]).name, row["line"], row["reason"])
+        for row in rows(spark, "landing_quarantine", ["file", "line", "reason"])
+    )
+    assert found == sorted(
+        [
+            ("invalid-bytes.jsonl", 1, "line is not valid UTF-8"),
+            ("mixed.jsonl", 4, "not a valid JSON object"),
+            ("mixed.jsonl", 5, "empty line"),
+            ("mixed.jsonl", 6, "storeTimestamp missing or not a number"),
+            ("mixed.jsonl", 7, "body is not valid UTF-8"),
+            ("mixed.jsonl", 8, "unknown trace record kind: Mystery"),
+            ("mixed.jsonl", 9, "SubBefore record with 2 fields (expected 8 or 9)"),
+            ("mixed.jsonl", 10, "SubBefore field 1 is not a number: soon"),
+            ("mixed.jsonl", 11, "request id R6 reused for another delivery of M3"),
+            ("mixed.jsonl", 12, "SubAfter without its SubBefore (request R7)"),
+            ("truncated.jsonl.gz", 0, "file could not be read: truncated or corrupt"),
+        ]
+    )
+
+
+def test_every_line_is_accounted_for(spark, bad_landing):
+    staged = spark.sql(
+        "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
+        "from retrylake_staging.stg_landing__trace_lines where line_number > 0"
+    ).first()
+    assert staged.parsed + staged.bad == len(bad_landing) + 1  # + the invalid-bytes line
+
+
+def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
+    lifecycles = {
+        row["msg_id"]: (row["final_state"], row["deliveries"])
+        for row in rows(spark, "message_lifecycles", ["msg_id", "final_state", "deliveries"])
+    }
+    assert lifecycles == {
+        "M1": ("CONSUMED", 2),
+        "M2": ("CONSUMED", 3),  # the backwards count is kept as delivered
+        "M3": ("CONSUMED", 1),  # the reused request id is not a second delivery
+        "M5": ("IN_FLIGHT", 1),
+        "M6": ("CONSUMED", 1),
+    }
+    decisions = rows(
+        spark, "retry_decisions", ["msg_id", "reconsume_times", "delay_ms"], "msg_id = 'M2'"
+    )
+    assert sorted((row["reconsume_times"], row["delay_ms"]) for row in decisions) == [
+        (0, 10_000),
+        (1, 30_000),
+    ]
+    keys = spark.sql("select length(keys) from consume_attempts where msg_id = 'M6'").first()[0]
+    assert keys == 10_000_000
+
+
+def _fingerprint(root: Path) -> dict[str, tuple[int, str]]:
+    import hashlib
+
+    return {
+        str(path.relative_to(root)): (
+            path.stat().st_size,
+            hashlib.sha256(path.read_bytes()).hexdigest(),
+        )
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("seed_file", "old", "new", "named"),
+    [
+        ("broker_delay_levels.csv", "fast-cluster,5s 8s", "fast-cluster,5s 5x", "'5x'"),
+        ("broker_delay_levels.csv", "fast-cluster,5s 8s", "fast-cluster,5s  8s", "position 2"),
+        ("broker_delay_levels.csv", "fast-cluster,5s 8s", "fast-cluster,", "empty"),
+        ("consumer_groups.csv", ",ORDERLY,", ",ORDERED,", "'ORDERED'"),
+        ("consumer_groups.csv", "ORDERLY,3,1000", "ORDERLY,3,-1000", "'-1000'"),
+        ("consumer_groups.csv", "inventory-sync,", "order-service,", "listed twice"),
+    ],
+)
+def test_bad_configuration_leaves_the_lakehouse_exactly_as_it_was(
+    spark, bad_landing, lakehouse: Lakehouse, tmp_path: Path, seed_file, old, new, named
+):
+    import shutil
+
+    from retrylake.errors import ConfigError
+
+    project = tmp_path / "project"
+    for part in ("dbt_project.yml", "profiles", "models", "macros", "seeds", "tests/dbt"):
+        source = PROJECT_DIR / part
+        if source.is_dir():
+            shutil.copytree(source, project / part)
+        else:
+            project.mkdir(exist_ok=True)
+            shutil.copy(source, project / part)
+    seed = project / "seeds" / seed_file
+    seed.write_text(seed.read_text().replace(old, new, 1))
+    before = _fingerprint(lakehouse.root)
+    with pytest.raises(ConfigError) as error:
+        build(project, Lakehouse(lakehouse.root, lakehouse.landing))
+    assert (
+        seed_file in str(error.value) and "row " in str(error.value) and named in str(error.value)
+    )
+    assert _fingerprint(lakehouse.root) == before

@@ -1,0 +1,78 @@
+"""A build killed with SIGKILL in the middle of a model, then run again, ends with marts equal
+to those of a clean build of the same landing data."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from retrylake.commands import build
+from retrylake.generator import GeneratorConfig, generate
+from retrylake.lakehouse import Lakehouse
+from tests.conftest import PROJECT_DIR
+from tests.integration.helpers import table_snapshot
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+FACT_MARTS = ("consume_attempts", "retry_decisions", "message_lifecycles", "dlq_messages")
+KILL_WHEN = "START sql incremental model retrylake.message_lifecycles"
+
+
+def _snapshot_files(spark, warehouse: Path, name: str, columns: list[str]) -> list[tuple]:
+    frame = spark.read.parquet(str(warehouse / "retrylake.db" / name)).select(*columns)
+    return sorted(
+        (tuple(row) for row in frame.collect()),
+        key=lambda values: tuple((value is None, str(value)) for value in values),
+    )
+
+
+def test_a_killed_build_recovers_to_a_clean_build(spark, lakehouse: Lakehouse, tmp_path: Path):
+    landing = tmp_path / "landing"
+    generate(GeneratorConfig(out=landing, messages=1500, seed=5), seeds_dir=PROJECT_DIR / "seeds")
+    crashed = tmp_path / "crashed-lakehouse"
+    command = [
+        sys.executable,
+        "-m",
+        "retrylake",
+        "build",
+        "--lakehouse",
+        str(crashed),
+        "--landing",
+        str(landing),
+    ]
+    log = crashed / "dbt" / "logs" / "dbt.log"
+
+    victim = subprocess.Popen(
+        command,
+        cwd=PROJECT_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while not (log.exists() and KILL_WHEN in log.read_text(errors="replace")):
+        assert victim.poll() is None, "the build ended before the model to interrupt started"
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(1.5)  # inside the model's write
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert victim.returncode == -signal.SIGKILL
+
+    rerun = subprocess.run(
+        command, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
+
+    build(PROJECT_DIR, Lakehouse(lakehouse.root, landing), full_refresh=True)
+    for name in FACT_MARTS:
+        clean = spark.table(f"retrylake.{name}")
+        expected = table_snapshot(spark, f"retrylake.{name}")
+        recovered = _snapshot_files(spark, crashed / "warehouse", name, clean.columns)
+        assert recovered == expected, name
