@@ -39,6 +39,7 @@ from typing import IO
 
 from retrylake import trace_format as tf
 from retrylake.broker_rules import CONSUME_TIMEOUT_MS, Decision, Group, decide
+from retrylake.config_check import GROUP_COLUMNS
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 HOUR_MS = 3_600_000
@@ -721,20 +722,7 @@ def write_seed_files(seeds: Path, groups: list[Group], delay_levels: dict[str, s
     seeds.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
-        [
-            "consumer_group",
-            "message_model",
-            "consume_mode",
-            "max_reconsume_times",
-            "suspend_current_queue_time_millis",
-            "retry_queue_nums",
-            "delay_level_when_next_consume",
-            "broker_cluster",
-            "client_line",
-            "group_retry_policy",
-        ]
-    )
+    writer.writerow(GROUP_COLUMNS)
     writer.writerows(group.seed_row() for group in groups if group.in_seed)
     (seeds / "consumer_groups.csv").write_text(buffer.getvalue())
     lines = ["broker_cluster,message_delay_level"]

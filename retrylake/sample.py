@@ -221,14 +221,6 @@ def write_sample(landing: Path) -> SampleSet:
 
 def write_seeds(seeds: Path) -> None:
     """Write the consumer-group and delay-level seeds matching the sample."""
-    rows = [group.seed_row() for group in GROUPS.values() if group.in_seed]
-    header = (
-        "consumer_group,message_model,consume_mode,max_reconsume_times,"
-        "suspend_current_queue_time_millis,retry_queue_nums,delay_level_when_next_consume,"
-        "broker_cluster,client_line,group_retry_policy"
-    )
-    lines = [header] + [",".join(str(value) for value in row) for row in rows]
-    (seeds / "consumer_groups.csv").write_text("\n".join(lines) + "\n")
-    delay_lines = ["broker_cluster,message_delay_level", f"*,{DEFAULT_DELAY_LEVELS}"]
-    delay_lines += [f"{cluster},{levels}" for cluster, levels in DELAY_LEVELS.items()]
-    (seeds / "broker_delay_levels.csv").write_text("\n".join(delay_lines) + "\n")
+    from retrylake.generator import write_seed_files
+
+    write_seed_files(seeds, list(GROUPS.values()), {"*": DEFAULT_DELAY_LEVELS, **DELAY_LEVELS})
