@@ -69,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
         help="gzip the trace files: none, all, or every other hour (default)",
     )
 
+    query = commands.add_parser(
+        "query", help="run SQL with DuckDB over the marts' parquet files (no Java needed)"
+    )
+    query.add_argument("sql", help="the query; each mart is a view named like its table")
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    query.add_argument(
+        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
+    )
+
     demo = commands.add_parser("demo", help="generate sample traffic, build it, print a summary")
     _add_location_args(demo)
     demo.add_argument("--messages", type=int, default=3000, help="messages to generate")
@@ -77,6 +86,21 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "query":
+        import duckdb
+
+        from retrylake.query import render, run_query
+
+        try:
+            columns, rows = run_query(Lakehouse.resolve(args.lakehouse, None), args.sql)
+        except FileNotFoundError as error:
+            print(f"retrylake: {error}", file=sys.stderr)
+            return 1
+        except duckdb.Error as error:  # DuckDB's message says what is wrong with the SQL
+            print(f"retrylake query: {error}", file=sys.stderr)
+            return 2
+        print(render(columns, rows, args.format))
+        return 0
     if args.command != "generate":
         lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
         project_dir = Path(args.project_dir).resolve()

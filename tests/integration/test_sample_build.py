@@ -411,6 +411,45 @@ def test_watermark_is_the_latest_trace_time(spark, sample):
     assert watermark == sample.simulator.watermark_ms()
 
 
+def test_query_reads_the_marts_with_duckdb_and_without_java(spark, sample, lakehouse):
+    import json
+    import subprocess
+    import sys
+
+    sql = (
+        "select consumer_group, final_state, count(*) as n, sum(deliveries) as deliveries "
+        "from message_lifecycles group by all order by all"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retrylake",
+            "query",
+            "--lakehouse",
+            str(lakehouse.root),
+            "--format",
+            "json",
+            sql,
+        ],
+        env={"PATH": ""},  # no java on the PATH: the query must not need it
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    by_duckdb = [tuple(row.values()) for row in json.loads(result.stdout)]
+    by_spark = [
+        tuple(row)
+        for row in spark.sql(
+            "select consumer_group, final_state, count(*), sum(deliveries) "
+            "from retrylake.message_lifecycles group by 1, 2 order by 1, 2"
+        ).collect()
+    ]
+    assert by_duckdb == by_spark and len(by_spark) > 5
+
+
 def test_second_build_with_no_new_data_changes_nothing(spark, sample, lakehouse):
     # Bookkeeping of the last run (its refresh scope and processed load id) is not data.
     tables = [name for name in retrylake_tables(spark) if not name.startswith("retrylake_meta.")]

@@ -1,0 +1,69 @@
+"""`retrylake query` reads committed mart files only, and renders table, csv and json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from retrylake.lakehouse import Lakehouse
+from retrylake.query import render, run_query
+
+
+def _write(path: Path, sql: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    duckdb.execute(f"copy ({sql}) to '{path}' (format parquet)")
+
+
+@pytest.fixture()
+def lakehouse(tmp_path: Path) -> Lakehouse:
+    lake = Lakehouse(tmp_path, tmp_path / "landing")
+    marts = lake.warehouse / "retrylake.db"
+    _write(
+        marts / "dlq_messages" / "lifecycle_date=2026-03-01" / "part-0.parquet",
+        "select 'g' as consumer_group, 'm1' as msg_id, 4 as reconsume_times",
+    )
+    _write(
+        marts / "dlq_messages" / "lifecycle_date=2026-03-02" / "part-0.parquet",
+        "select 'g' as consumer_group, 'm2' as msg_id, 17 as reconsume_times",
+    )
+    # an uncommitted write in progress, which must not be read
+    _write(
+        marts / "dlq_messages" / "_temporary" / "0" / "part-9.parquet",
+        "select 'g' as consumer_group, 'ghost' as msg_id, 1 as reconsume_times, "
+        "date '2026-03-03' as lifecycle_date",
+    )
+    _write(marts / "delay_levels" / "part-0.parquet", "select '*' as broker_cluster, 3 as level")
+    return lake
+
+
+def test_each_mart_is_a_view_and_only_committed_files_are_read(lakehouse: Lakehouse):
+    columns, rows = run_query(
+        lakehouse, "select msg_id, reconsume_times, lifecycle_date from dlq_messages order by 1"
+    )
+    assert columns == ["msg_id", "reconsume_times", "lifecycle_date"]
+    assert [(row[0], row[1], str(row[2])) for row in rows] == [
+        ("m1", 4, "2026-03-01"),
+        ("m2", 17, "2026-03-02"),
+    ]
+    assert run_query(lakehouse, "select level from delay_levels")[1] == [(3,)]
+
+
+def test_formats(lakehouse: Lakehouse):
+    columns, rows = run_query(
+        lakehouse, "select msg_id, reconsume_times from dlq_messages order by 1"
+    )
+    assert json.loads(render(columns, rows, "json")) == [
+        {"msg_id": "m1", "reconsume_times": 4},
+        {"msg_id": "m2", "reconsume_times": 17},
+    ]
+    assert render(columns, rows, "csv") == "msg_id,reconsume_times\nm1,4\nm2,17"
+    table = render(columns, rows, "table").splitlines()
+    assert table[0].split() == ["msg_id", "reconsume_times"] and table[-1] == "(2 rows)"
+
+
+def test_a_lakehouse_without_marts_says_to_build_first(tmp_path: Path):
+    with pytest.raises(FileNotFoundError, match="retrylake build"):
+        run_query(Lakehouse(tmp_path, tmp_path / "landing"), "select 1")
