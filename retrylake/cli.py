@@ -78,6 +78,51 @@ def _parser() -> argparse.ArgumentParser:
         "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
     )
 
+    report = commands.add_parser(
+        "report", help="write one self-contained HTML page of charts (DuckDB, no Java needed)"
+    )
+    report.add_argument("--out", default="report.html", help="file to write (default report.html)")
+    report.add_argument(
+        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
+    )
+
+    dlq_export = commands.add_parser(
+        "dlq-export",
+        help="the DLQ compensation work list, with an mqadmin re-send command per message",
+    )
+    dlq_export.add_argument(
+        "--group", action="append", help="only this consumer group (repeat for several)"
+    )
+    dlq_export.add_argument(
+        "--since", help="only dead letters entered at or after this UTC time (ISO 8601)"
+    )
+    dlq_export.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    dlq_export.add_argument("--out", help="file to write (default: standard output)")
+    dlq_export.add_argument(
+        "--namesrv",
+        help="name server list for the mqadmin commands (default: mqadmin reads $NAMESRV_ADDR)",
+    )
+    dlq_export.add_argument(
+        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
+    )
+
+    serve = commands.add_parser(
+        "serve",
+        help="run Spark's Thrift JDBC/ODBC server on the lakehouse (dbt --target server, BI tools)",
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1, loopback only; 0.0.0.0 for every address)",
+    )
+    serve.add_argument("--port", type=int, default=10000, help="port (default 10000)")
+    serve.add_argument(
+        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
+    )
+    serve.add_argument(
+        "--landing", help="landing zone (default: $RETRYLAKE_LANDING or <lakehouse>/landing)"
+    )
+
     demo = commands.add_parser("demo", help="generate sample traffic, build it, print a summary")
     _add_location_args(demo)
     demo.add_argument("--messages", type=int, default=3000, help="messages to generate")
@@ -86,26 +131,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "query":
-        import duckdb
-
-        from retrylake.query import render, run_query
-
-        try:
-            columns, rows = run_query(Lakehouse.resolve(args.lakehouse, None), args.sql)
-        except FileNotFoundError as error:
-            print(f"retrylake: {error}", file=sys.stderr)
-            return 1
-        except duckdb.Error as error:  # DuckDB's message says what is wrong with the SQL
-            print(f"retrylake query: {error}", file=sys.stderr)
-            return 2
-        print(render(columns, rows, args.format))
-        return 0
+    if args.command in ("query", "report", "dlq-export"):
+        return _duckdb_command(args)
     if args.command != "generate":
         lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
-        project_dir = Path(args.project_dir).resolve()
+        project_dir = Path(getattr(args, "project_dir", ".")).resolve()
     try:
-        if args.command == "build":
+        if args.command == "serve":
+            from retrylake.server import serve
+
+            serve(lakehouse, host=args.host, port=args.port)
+        elif args.command == "build":
             from retrylake.commands import build
 
             build(project_dir, lakehouse, full_refresh=args.full_refresh, select=args.select)
@@ -138,6 +174,47 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"retrylake: {message}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _duckdb_command(args: argparse.Namespace) -> int:
+    """The commands that read the marts' parquet files with DuckDB, without Java."""
+    import duckdb
+
+    lakehouse = Lakehouse.resolve(args.lakehouse, None)
+    try:
+        if args.command == "report":
+            from retrylake.report import render_report
+
+            out = Path(args.out)
+            out.write_text(render_report(lakehouse), encoding="utf-8")
+            print(f"Wrote {out.resolve()}", file=sys.stderr)
+        elif args.command == "dlq-export":
+            from retrylake.dlq_export import dlq_work_list, parse_since, render_work_list
+
+            columns, rows = dlq_work_list(
+                lakehouse,
+                groups=args.group,
+                since=parse_since(args.since) if args.since else None,
+                namesrv=args.namesrv,
+            )
+            text = render_work_list(columns, rows, args.format)
+            if args.out:
+                Path(args.out).write_text(text, encoding="utf-8")
+                print(f"Wrote {len(rows):,} DLQ messages to {args.out}", file=sys.stderr)
+            else:
+                sys.stdout.write(text)
+        else:
+            from retrylake.query import render, run_query
+
+            columns, rows = run_query(lakehouse, args.sql)
+            print(render(columns, rows, args.format))
+    except (FileNotFoundError, ValueError) as error:  # no marts yet, or a bad --since
+        print(f"retrylake {args.command}: {error}", file=sys.stderr)
+        return 1 if isinstance(error, FileNotFoundError) else 2
+    except duckdb.Error as error:  # DuckDB's message says what is wrong with the SQL
+        print(f"retrylake {args.command}: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -10,9 +10,12 @@ class ConfigError(ValueError):
 def user_facing(error: BaseException) -> str | None:
     """The one-line message for an expected failure, or None for a bug (shown as a traceback)."""
     from retrylake.dbt_runner import DbtFailedError
+    from retrylake.server import PortInUseError
 
     if isinstance(error, ConfigError):
         return f"configuration error: {error}. Fix the seed and run again; nothing was changed."
     if isinstance(error, DbtFailedError):
         return f"{error}. The dbt output above names the failing node."
+    if isinstance(error, PortInUseError):
+        return str(error)
     return None

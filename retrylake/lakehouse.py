@@ -49,8 +49,11 @@ class Lakehouse:
         for folder in (self.root, self.warehouse, self.landing / "trace", self.landing / "dlq"):
             folder.mkdir(parents=True, exist_ok=True)
 
-    def lock(self) -> IO[str]:
-        """Take the lakehouse for this process, or fail at once if another process has it."""
+    def lock(self, holder: str = "retrylake") -> IO[str]:
+        """Take the lakehouse for this process, or fail at once if another process has it.
+
+        ``holder`` is what a refused process is told is using the lakehouse.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         handle = (self.root / ".lock").open("a+")
         try:
@@ -65,6 +68,6 @@ class Lakehouse:
             ) from None
         handle.seek(0)
         handle.truncate()
-        handle.write(f"retrylake pid {os.getpid()}\n")
+        handle.write(f"{holder} (pid {os.getpid()})\n")
         handle.flush()
         return handle

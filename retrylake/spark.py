@@ -27,7 +27,9 @@ SPARK_DEFAULTS = {
 }
 
 
-def start_session(lakehouse: Lakehouse, master: str | None = None) -> SparkSession:
+def start_session(
+    lakehouse: Lakehouse, master: str | None = None, extra_conf: dict[str, str] | None = None
+) -> SparkSession:
     """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered.
 
     A process has one session and its metastore is fixed when it starts, so asking for another
@@ -72,6 +74,8 @@ def start_session(lakehouse: Lakehouse, master: str | None = None) -> SparkSessi
     for key, value in SPARK_DEFAULTS.items():
         if key != "spark.ui.showConsoleProgress":
             builder = builder.config(key, value)
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("RETRYLAKE_SPARK_LOG_LEVEL", "WARN"))
     register_udfs(spark)

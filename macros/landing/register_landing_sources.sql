@@ -6,7 +6,7 @@
     for. -#}
 {% macro register_landing_sources() %}
     {%- if execute -%}
-        {%- set landing = var('landing_path') | replace("'", "\\'") -%}
+        {%- set landing = landing_path() | replace("'", "\\'") -%}
         {%- set schema = target.schema ~ '_landing' -%}
         {%- set statements = [
             "create database if not exists " ~ schema,
@@ -24,4 +24,22 @@
         {%- endfor -%}
     {%- endif -%}
     select 1
+{% endmacro %}
+
+{#- The landing folder: `var('landing_path')` (set by `retrylake build` and by $RETRYLAKE_LANDING),
+    else the one the server was started on (`retrylake serve` sets it in its shared session). -#}
+{% macro landing_path() %}
+    {%- set configured = var('landing_path', '') -%}
+    {%- if configured -%}
+        {{- return(configured) -}}
+    {%- endif -%}
+    {%- set answer = run_query("set retrylake.landing_path") -%}
+    {%- set served = answer.rows[0][1] if answer.rows else '<undefined>' -%}
+    {%- if served in ('', '<undefined>') -%}
+        {{- exceptions.raise_compiler_error(
+            "retrylake: no landing folder. Pass --vars '{landing_path: /path/to/landing}' "
+            ~ "or set RETRYLAKE_LANDING, or run dbt against `retrylake serve` (--target server)."
+        ) -}}
+    {%- endif -%}
+    {{- return(served) -}}
 {% endmacro %}

@@ -1,0 +1,145 @@
+"""`retrylake serve` as users run it: a separate process, the plain dbt CLI against its
+`server` target, a HiveServer2 client reading the marts, and a clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from retrylake.sample import write_sample
+from tests.conftest import PROJECT_DIR
+
+pytestmark = pytest.mark.integration
+
+GRACE_MS = 300_000  # var retry_overdue_grace_seconds
+DBT = str(Path(sys.executable).with_name("dbt"))
+RETRYLAKE = (sys.executable, "-m", "retrylake")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listeners(port: int) -> set[str]:
+    """Local addresses (hex, as in /proc/net/tcp) listening on ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("served")
+    sample = write_sample(root / "lakehouse" / "landing")
+    port = _free_port()
+    # Files, not pipes: a pipe nobody reads fills up and blocks the server's logging.
+    out, err = (root / "serve.out").open("w"), (root / "serve.err").open("w")
+    process = subprocess.Popen(
+        [*RETRYLAKE, "serve", "--lakehouse", str(root / "lakehouse"), "--port", str(port)],
+        stdout=out,
+        stderr=err,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while "Press Ctrl-C" not in (root / "serve.out").read_text():
+            assert process.poll() is None, (root / "serve.err").read_text()
+            assert time.monotonic() < deadline, "the server did not start in 5 minutes"
+            time.sleep(0.5)
+        yield {"root": root, "port": port, "sample": sample, "process": process}
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        out.close()
+        err.close()
+
+
+def _dbt(server: dict, *command: str) -> subprocess.CompletedProcess:
+    """The plain dbt CLI, as a user runs it from the project folder."""
+    environment = dict(os.environ, RETRYLAKE_SERVER_PORT=str(server["port"]))
+    environment.pop("RETRYLAKE_LANDING", None)  # the server's own landing folder is used
+    artefacts = ["--target-path", str(server["root"] / "target")]
+    artefacts += ["--log-path", str(server["root"] / "logs")]
+    return subprocess.run(
+        [DBT, *command, "--target", "server", "--profiles-dir", "profiles", *artefacts],
+        cwd=PROJECT_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+def test_serve_listens_on_loopback_only_and_holds_the_lakehouse(server):
+    # 127.0.0.1, as IPv4 or as Java's IPv4-mapped IPv6 socket (::ffff:127.0.0.1)
+    assert _listeners(server["port"]) <= {"0100007F", "0000000000000000FFFF00000100007F"}
+    assert _listeners(server["port"])
+    refused = subprocess.run(
+        [*RETRYLAKE, "build", "--lakehouse", str(server["root"] / "lakehouse")],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 3
+    assert f"in use by retrylake serve on 127.0.0.1:{server['port']}" in refused.stderr
+
+
+def test_plain_dbt_runs_and_tests_against_the_server(server):
+    for command in ("seed", "run", "test"):
+        result = _dbt(server, command)
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert "Completed successfully" in result.stdout
+    assert "PASS=" in result.stdout and "ERROR=0" in result.stdout
+
+
+def test_a_hiveserver2_client_reads_the_marts_and_the_udfs(server):
+    from pyhive import hive
+
+    sample = server["sample"]
+    watermark = sample.simulator.watermark_ms()
+    with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as connection:
+        cursor = connection.cursor()
+        cursor.execute(
+            "select consumer_group, msg_id, origin_msg_id, deliveries, final_state "
+            "from message_lifecycles"
+        )
+        served = sorted(cursor.fetchall())
+        cursor.execute("select size(parse_delay_levels('1s 5s 2h'))")
+        assert cursor.fetchall() == [(3,)]
+    expected = sorted(
+        (
+            lifecycle.group,
+            lifecycle.message.msg_id,
+            lifecycle.message.origin_msg_id,
+            len(lifecycle.deliveries),
+            lifecycle.final_state(watermark, GRACE_MS),
+        )
+        for lifecycle in sample.lifecycles
+    )
+    assert served == expected
+
+
+def test_sigterm_stops_the_server_and_frees_the_port(server):
+    process = server["process"]
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0
+    assert "stopped" in (server["root"] / "serve.err").read_text()
+    assert not _listeners(server["port"])
