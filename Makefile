@@ -19,9 +19,11 @@ unit: setup
 	.venv/bin/pytest -m "not integration" tests/unit
 
 integration: setup
+	@bash scripts/install-chromium.sh
 	.venv/bin/pytest -m integration tests/integration
 
 test: lint
+	@bash scripts/install-chromium.sh
 	.venv/bin/pytest
 
 clean:

@@ -149,8 +149,8 @@ def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> No
         + ("" if len(built) == len(truth) else f" ({len(built):,} lifecycles built)")
     )
     print(
-        f"Marts are in {lakehouse.warehouse / 'retrylake.db'}; "
-        'query them with `retrylake dbt -- show --inline "select ..."`.'
+        f"Marts are in {lakehouse.warehouse / 'retrylake.db'}; query them with "
+        '`retrylake query "select ..."`, or draw them with `retrylake report`.'
     )
 
 

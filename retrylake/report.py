@@ -1,0 +1,404 @@
+"""`retrylake report`: one self-contained HTML page of the charts an operator looks at.
+
+The marts are read with DuckDB (no Java); charts are inline SVG and the page has no script,
+font or style from the network, so it opens anywhere, offline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from html import escape
+
+from retrylake.charts import bar_chart, line_chart
+from retrylake.lakehouse import Lakehouse
+from retrylake.query import connect
+
+# Flow control, not sporadic failure: a consumer that returns RECONSUME_LATER while a dependency
+# is down fails most deliveries for a sustained stretch, and fails them whatever the message:
+# nearly every distinct message delivered in that stretch fails. Poison messages fail again and
+# again, but they are few among the messages delivered. Buckets of this many minutes, at least
+# this failure rate, for at least this many consecutive buckets, with at least this share of the
+# distinct messages delivered in the stretch failing.
+FLOW_CONTROL_BUCKET_MINUTES = 5
+FLOW_CONTROL_MIN_FAILURE_RATE = 0.5
+FLOW_CONTROL_MIN_BUCKETS = 3
+FLOW_CONTROL_MIN_FAILING_SHARE = 0.75
+FLOW_CONTROL_MIN_FAILURES_PER_BUCKET = 5
+
+TOP_FAILED = 25
+
+LADDER_SQL = """
+select consumer_group, deliveries, count(*) as messages
+from message_lifecycles group by all order by all
+"""
+
+DLQ_PER_DAY_SQL = """
+select consumer_group, cast(entered_dlq_at as date) as day, count(*) as entries
+from dlq_messages group by all order by all
+"""
+
+REDELIVERY_LAG_SQL = """
+select
+    delay_level,
+    min(delay_ms) as scheduled_ms,
+    count(*) as redeliveries,
+    quantile_cont(redelivery_lag_ms, 0.5) as p50_lag_ms,
+    quantile_cont(redelivery_lag_ms, 0.95) as p95_lag_ms,
+    max(redelivery_lag_ms) as max_lag_ms
+from retry_decisions
+where decision = 'RETRY' and redelivery_lag_ms is not null
+group by delay_level order by delay_level
+"""
+
+TIME_TO_SUCCESS_SQL = """
+select
+    consumer_group,
+    count(*) as consumed,
+    quantile_cont(time_to_success_ms, 0.5) as p50_ms,
+    quantile_cont(time_to_success_ms, 0.9) as p90_ms,
+    quantile_cont(time_to_success_ms, 0.99) as p99_ms
+from message_lifecycles
+where final_state = 'CONSUMED' and deliveries > 1
+group by consumer_group order by consumer_group
+"""
+
+MOST_FAILED_SQL = f"""
+select consumer_group, msg_id, origin_msg_id, topic, keys, deliveries, final_state
+from message_lifecycles
+where deliveries > 1
+order by deliveries desc, consumer_group, msg_id
+limit {TOP_FAILED}
+"""
+
+FAILURE_BUCKETS_SQL = f"""
+with attempts as (
+    select
+        consumer_group,
+        msg_id,
+        is_success,
+        time_bucket(interval {FLOW_CONTROL_BUCKET_MINUTES} minute, consume_started_at) as bucket
+    from consume_attempts
+),
+
+buckets as (
+    select
+        consumer_group,
+        bucket,
+        count(*) as attempts,
+        count(*) filter (where not is_success) as failures
+    from attempts group by all
+),
+
+flagged as (
+    select
+        *,
+        failures >= {FLOW_CONTROL_MIN_FAILURES_PER_BUCKET}
+        and failures >= {FLOW_CONTROL_MIN_FAILURE_RATE} * attempts as is_high
+    from buckets
+),
+
+runs as (
+    select
+        *,
+        epoch(bucket) / {FLOW_CONTROL_BUCKET_MINUTES * 60}
+        - row_number() over (partition by consumer_group, is_high order by bucket) as run_key
+    from flagged
+)
+
+select consumer_group, bucket, attempts, failures, is_high, run_key from runs order by all
+"""
+
+SUSTAINED_SQL = f"""
+with runs as ({FAILURE_BUCKETS_SQL}),
+
+run_lengths as (
+    select consumer_group, run_key, count(*) as buckets, min(bucket) as run_start,
+        max(bucket) + interval {FLOW_CONTROL_BUCKET_MINUTES} minute as run_end
+    from runs where is_high group by all
+),
+
+longest as (
+    select * from run_lengths
+    qualify row_number() over (
+        partition by consumer_group order by buckets desc, run_start
+    ) = 1
+),
+
+breadth as (
+    select
+        a.consumer_group,
+        count(distinct a.msg_id) as delivered_messages,
+        count(distinct a.msg_id) filter (where not a.is_success) as failed_messages
+    from consume_attempts as a
+    inner join longest as l
+        on a.consumer_group = l.consumer_group
+        and a.consume_started_at >= l.run_start and a.consume_started_at < l.run_end
+    group by all
+),
+
+totals as (
+    select consumer_group, count(*) as attempts, count(*) filter (where not is_success) as failures
+    from consume_attempts group by all
+)
+
+select
+    t.consumer_group,
+    t.attempts,
+    t.failures,
+    coalesce(l.buckets, 0) * {FLOW_CONTROL_BUCKET_MINUTES} as longest_run_minutes,
+    l.run_start,
+    b.delivered_messages,
+    b.failed_messages
+from totals as t
+left join longest as l on t.consumer_group = l.consumer_group
+left join breadth as b on t.consumer_group = b.consumer_group
+order by t.consumer_group
+"""
+
+
+@dataclass(frozen=True)
+class GroupFailurePattern:
+    consumer_group: str
+    attempts: int
+    failures: int
+    longest_run_minutes: int
+    run_start: dt.datetime | None
+    delivered_messages: int | None
+    failed_messages: int | None
+
+    @property
+    def failing_share(self) -> float | None:
+        """Of the distinct messages delivered in the longest high-failure run, the share that
+        failed there."""
+        if not self.delivered_messages:
+            return None
+        return (self.failed_messages or 0) / self.delivered_messages
+
+    @property
+    def verdict(self) -> str:
+        if self.failures == 0:
+            return "no failures"
+        if (
+            self.longest_run_minutes >= FLOW_CONTROL_MIN_BUCKETS * FLOW_CONTROL_BUCKET_MINUTES
+            and (self.failing_share or 0) >= FLOW_CONTROL_MIN_FAILING_SHARE
+        ):
+            return "flow control"
+        return "sporadic"
+
+
+def failure_patterns(connection) -> list[GroupFailurePattern]:
+    return [GroupFailurePattern(*row) for row in connection.execute(SUSTAINED_SQL).fetchall()]
+
+
+def _seconds(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    seconds = ms / 1000
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _table(columns: list[str], rows: list[tuple], css_class: str = "") -> str:
+    head = "".join(f"<th>{escape(column)}</th>" for column in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in row) + "</tr>"
+        for row in rows
+    )
+    if not rows:
+        body = f'<tr><td colspan="{len(columns)}" class="empty">none</td></tr>'
+    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _ladder_section(connection) -> str:
+    rows = connection.execute(LADDER_SQL).fetchall()
+    groups = sorted({row[0] for row in rows})
+    first_try = sum(messages for _, deliveries, messages in rows if deliveries == 1)
+    top = max((row[1] for row in rows), default=2)
+    rungs = list(range(2, max(top, 2) + 1))
+    counts = {(group, n): messages for group, n, messages in rows}
+    chart = bar_chart(
+        "ladder",
+        "Retried messages by number of deliveries, per consumer group",
+        [str(n) for n in rungs],
+        {group: [counts.get((group, n), 0) for n in rungs] for group in groups},
+        y_label="messages",
+        stacked=True,
+    )
+    return (
+        "<h2>Deliveries per message</h2><p>How far up the retry ladder messages climb; the top "
+        f"rung is the DLQ cut-off. {first_try:,} messages were consumed on their first delivery "
+        "and are not drawn.</p>" + chart
+    )
+
+
+def _dlq_section(connection) -> str:
+    rows = connection.execute(DLQ_PER_DAY_SQL).fetchall()
+    days = sorted({row[1] for row in rows})
+    groups = sorted({row[0] for row in rows})
+    counts = {(group, day): entries for group, day, entries in rows}
+    chart = bar_chart(
+        "dlq_per_day",
+        "DLQ entries per day, per consumer group",
+        [day.isoformat() for day in days],
+        {group: [counts.get((group, day), 0) for day in days] for group in groups},
+        y_label="DLQ entries",
+        stacked=True,
+    )
+    return "<h2>Dead letters per day</h2>" + chart
+
+
+def _lag_section(connection) -> str:
+    rows = connection.execute(REDELIVERY_LAG_SQL).fetchall()
+    levels = [f"L{row[0]}" for row in rows]
+    chart = bar_chart(
+        "redelivery_lag",
+        "Redelivery lag behind schedule, by delay level (seconds; delays in the table below)",
+        levels,
+        {
+            "p50": [row[3] / 1000 for row in rows],
+            "p95": [row[4] / 1000 for row in rows],
+        },
+        y_label="seconds late",
+    )
+    table = _table(
+        ["delay level", "scheduled delay", "redeliveries", "p50 lag", "p95 lag", "max lag"],
+        [
+            (row[0], _seconds(row[1]), row[2], _seconds(row[3]), _seconds(row[4]), _seconds(row[5]))
+            for row in rows
+        ],
+    )
+    return (
+        "<h2>Redelivery lag against schedule</h2><p>Observed redelivery minus the time the "
+        "delay level scheduled it for. A lag that grows with load points at the schedule "
+        "service or a slow consumer, not at the delay table.</p>" + chart + table
+    )
+
+
+def _time_to_success_section(connection) -> str:
+    rows = connection.execute(TIME_TO_SUCCESS_SQL).fetchall()
+    chart = bar_chart(
+        "time_to_success",
+        "Time to success of retried messages, per consumer group (minutes)",
+        [row[0] for row in rows],
+        {
+            "p50": [row[2] / 60000 for row in rows],
+            "p90": [row[3] / 60000 for row in rows],
+            "p99": [row[4] / 60000 for row in rows],
+        },
+        y_label="minutes",
+    )
+    table = _table(
+        ["consumer group", "consumed after retry", "p50", "p90", "p99"],
+        [(row[0], row[1], _seconds(row[2]), _seconds(row[3]), _seconds(row[4])) for row in rows],
+    )
+    return "<h2>Time to success</h2>" + chart + table
+
+
+def _most_failed_section(connection) -> str:
+    rows = connection.execute(MOST_FAILED_SQL).fetchall()
+    table = _table(
+        ["consumer group", "msg_id", "origin_msg_id", "topic", "keys", "deliveries", "state"],
+        rows,
+        "ids",
+    )
+    return f"<h2>The {TOP_FAILED} messages that failed most</h2>" + table
+
+
+def _flow_control_section(connection) -> str:
+    patterns = failure_patterns(connection)
+    buckets = connection.execute(FAILURE_BUCKETS_SQL).fetchall()
+    times = sorted({row[1] for row in buckets})
+    rate = {(row[0], row[1]): row[3] / row[2] for row in buckets if row[2]}
+    groups = [p.consumer_group for p in patterns if p.failures]
+    chart = line_chart(
+        "failure_rate",
+        f"Failure rate per {FLOW_CONTROL_BUCKET_MINUTES}-minute bucket (day hh:mm UTC), per group",
+        [t.strftime("%d %H:%M") for t in times],
+        {group: [rate.get((group, t)) for t in times] for group in groups},
+        y_label="failed share of deliveries",
+        y_max=1.0,
+    )
+    table = _table(
+        [
+            "consumer group",
+            "deliveries",
+            "failure rate",
+            "longest sustained run",
+            "run started",
+            "messages delivered in run",
+            "of which failed",
+            "looks like",
+        ],
+        [
+            (
+                p.consumer_group,
+                p.attempts,
+                f"{p.failures / p.attempts:.1%}" if p.attempts else "",
+                f"{p.longest_run_minutes} min" if p.longest_run_minutes else "",
+                p.run_start.strftime("%Y-%m-%d %H:%M") if p.run_start else "",
+                p.delivered_messages or "",
+                f"{p.failing_share:.0%}" if p.failing_share is not None else "",
+                p.verdict,
+            )
+            for p in patterns
+        ],
+        "verdicts",
+    )
+    return (
+        "<h2>Flow control or sporadic failure?</h2><p>A group that fails at least "
+        f"{FLOW_CONTROL_MIN_FAILURE_RATE:.0%} of its deliveries for "
+        f"{FLOW_CONTROL_MIN_BUCKETS * FLOW_CONTROL_BUCKET_MINUTES} minutes or more, failing at "
+        f"least {FLOW_CONTROL_MIN_FAILING_SHARE:.0%} of the distinct messages it was given in "
+        "that stretch, is failing whatever the message: RECONSUME_LATER as flow control while a "
+        "dependency is down, not sporadic failure or a few poison messages. With a low "
+        "maxReconsumeTimes such a stretch fills the DLQ with good messages.</p>" + chart + table
+    )
+
+
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 32px; }
+svg.chart { display: block; margin: 8px 0; background: #fff; border: 1px solid #ddd; }
+svg.chart text { font-size: 11px; fill: #333; } svg.chart text.title { font-weight: 600; }
+table { border-collapse: collapse; margin: 8px 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
+th { background: #f3f3f3; } td.empty { color: #888; }
+table.ids td:nth-child(2), table.ids td:nth-child(3) { font-family: monospace; }
+.summary span { display: inline-block; margin-right: 24px; }
+"""
+
+
+def render_report(lakehouse: Lakehouse) -> str:
+    connection = connect(lakehouse)
+    try:
+        summary = connection.execute(
+            "select count(*), count(*) filter (where final_state = 'DLQ'), "
+            "count(*) filter (where deliveries > 1), max(last_consume_at) "
+            "from message_lifecycles"
+        ).fetchone()
+        sections = [
+            _ladder_section(connection),
+            _dlq_section(connection),
+            _lag_section(connection),
+            _time_to_success_section(connection),
+            _most_failed_section(connection),
+            _flow_control_section(connection),
+        ]
+    finally:
+        connection.close()
+    lifecycles, dead, retried, latest = summary
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        "<title>retrylake report</title>"
+        f"<style>{STYLE}</style></head><body>"
+        "<h1>RocketMQ retries and dead letters</h1>"
+        f'<p class="summary"><span>{lifecycles:,} message lifecycles</span>'
+        f"<span>{retried:,} retried</span><span>{dead:,} in the DLQ</span>"
+        f"<span>latest consumption: {latest:%Y-%m-%d %H:%M:%S} UTC</span></p>"
+        + "".join(sections)
+        + f"<p><small>From {escape(str(lakehouse.warehouse))}.</small></p></body></html>"
+    )
