@@ -22,9 +22,11 @@ integration: setup
 	@bash scripts/install-chromium.sh
 	.venv/bin/pytest -m integration tests/integration
 
+# Two workers, one test module each at a time: each has its own SparkSession and lakehouse.
+# dbt and Spark's per-query overhead leave a core idle most of the time, so two overlap well.
 test: lint
 	@bash scripts/install-chromium.sh
-	.venv/bin/pytest
+	.venv/bin/pytest -n 2 --dist loadfile --durations=15
 
 clean:
 	rm -rf lakehouse target logs
