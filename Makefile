@@ -1,5 +1,5 @@
 # The two commands the README promises. Both set everything up on a fresh machine.
-.PHONY: demo test lint unit integration setup clean
+.PHONY: demo test lint unit integration setup clean bench
 
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export PYSPARK_PYTHON := $(CURDIR)/.venv/bin/python
@@ -27,6 +27,11 @@ integration: setup
 test: lint
 	@bash scripts/install-chromium.sh
 	.venv/bin/pytest -n 2 --dist loadfile --durations=15
+
+# A benchmark, not a test: prints one JSON object of figures. RECORDS=10000000 for the targets.
+RECORDS ?= 1000000
+bench: setup
+	.venv/bin/retrylake bench --records $(RECORDS) --dir bench
 
 clean:
 	rm -rf lakehouse target logs

@@ -23,6 +23,21 @@ def _add_location_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_spark_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--master",
+        help="Spark master URL: spark://HOST:7077, yarn, k8s://... "
+        "(default: $RETRYLAKE_MASTER, else local[2], or what spark-submit was given)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting, applied after retrylake's defaults (repeatable; "
+        "also $RETRYLAKE_SPARK_CONF, whitespace-separated)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="retrylake",
@@ -34,9 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     _add_location_args(build)
     build.add_argument("--full-refresh", action="store_true", help="rebuild every table")
     build.add_argument("--select", nargs="+", help="dbt node selection")
+    _add_spark_args(build)
 
     dbt = commands.add_parser("dbt", help="run any dbt command: retrylake dbt -- ARGS")
     _add_location_args(dbt)
+    _add_spark_args(dbt)
     dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="arguments for dbt")
 
     generate = commands.add_parser(
@@ -106,6 +123,20 @@ def _parser() -> argparse.ArgumentParser:
         "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
     )
 
+    bench = commands.add_parser(
+        "bench",
+        help="generate N trace records and measure scan floor, full and incremental builds",
+    )
+    bench.add_argument(
+        "--records", type=int, default=1_000_000, help="trace records in the base history"
+    )
+    bench.add_argument("--seed", type=int, default=1, help="generator seed")
+    bench.add_argument(
+        "--dir", default="bench", help="working folder; generated data is reused when present"
+    )
+    bench.add_argument("--project-dir", default=".", help="the dbt project (default: .)")
+    bench.add_argument("--phase", choices=["small", "large"], help=argparse.SUPPRESS)
+
     serve = commands.add_parser(
         "serve",
         help="run Spark's Thrift JDBC/ODBC server on the lakehouse (dbt --target server, BI tools)",
@@ -122,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--landing", help="landing zone (default: $RETRYLAKE_LANDING or <lakehouse>/landing)"
     )
+    _add_spark_args(serve)
 
     demo = commands.add_parser("demo", help="generate sample traffic, build it, print a summary")
     _add_location_args(demo)
@@ -133,18 +165,41 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("query", "report", "dlq-export"):
         return _duckdb_command(args)
+    if args.command == "bench":
+        import json
+
+        from retrylake import bench
+
+        root, project_dir = Path(args.dir).resolve(), Path(args.project_dir).resolve()
+        if args.phase:
+            result = bench.run_phase(args.phase, root, project_dir)
+        else:
+            result = bench.bench(root, args.records, args.seed, project_dir)
+        print(json.dumps(result, indent=None if args.phase else 2))
+        return 0
     if args.command != "generate":
         lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
         project_dir = Path(getattr(args, "project_dir", ".")).resolve()
     try:
+        if hasattr(args, "master"):
+            from retrylake.spark import spark_settings
+
+            master, spark_conf = spark_settings(args.master, args.conf)
         if args.command == "serve":
             from retrylake.server import serve
 
-            serve(lakehouse, host=args.host, port=args.port)
+            serve(lakehouse, host=args.host, port=args.port, master=master, spark_conf=spark_conf)
         elif args.command == "build":
             from retrylake.commands import build
 
-            build(project_dir, lakehouse, full_refresh=args.full_refresh, select=args.select)
+            build(
+                project_dir,
+                lakehouse,
+                full_refresh=args.full_refresh,
+                select=args.select,
+                master=master,
+                spark_conf=spark_conf,
+            )
         elif args.command == "dbt":
             from retrylake.commands import dbt
 
@@ -154,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                     "retrylake dbt: give a dbt command, e.g. retrylake dbt -- test", file=sys.stderr
                 )
                 return 2
-            dbt(project_dir, lakehouse, dbt_args)
+            dbt(project_dir, lakehouse, dbt_args, master=master, spark_conf=spark_conf)
         elif args.command == "generate":
             from retrylake.commands import generate
 

@@ -19,8 +19,11 @@ def build(
     *,
     full_refresh: bool = False,
     select: list[str] | None = None,
+    master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> None:
-    """`dbt build` on the embedded session; the configuration is checked before any change."""
+    """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
+    is checked before any change."""
     check_configuration(project_dir)
     command = ["build"]
     if full_refresh:
@@ -28,16 +31,23 @@ def build(
     if select:
         command += ["--select", *select]
     with lakehouse.lock():
-        start_session(lakehouse)
+        start_session(lakehouse, master, spark_conf)
         run_dbt(command, project_dir, lakehouse)
 
 
-def dbt(project_dir: Path, lakehouse: Lakehouse, args: list[str]) -> None:
+def dbt(
+    project_dir: Path,
+    lakehouse: Lakehouse,
+    args: list[str],
+    *,
+    master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+) -> None:
     """Any dbt command, on the same session and with the same UDFs as `build`."""
     if args[0] in ("build", "run", "seed"):
         check_configuration(project_dir)
     with lakehouse.lock():
-        start_session(lakehouse)
+        start_session(lakehouse, master, spark_conf)
         run_dbt(args, project_dir, lakehouse)
 
 

@@ -26,7 +26,7 @@ def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> lis
         if flag not in args:
             args += [flag, value]
     if "--vars" not in args:
-        args += ["--vars", json.dumps({"landing_path": str(lakehouse.landing)})]
+        args += ["--vars", json.dumps({"landing_path": lakehouse.landing_location})]
     return args
 
 

@@ -20,14 +20,24 @@ class LakehouseBusyError(RuntimeError):
 class Lakehouse:
     root: Path
     landing: Path
+    # A landing zone on shared storage (hdfs://, s3a://, ...) that Spark reads; `landing` is then
+    # unused, since Python cannot list such a folder.
+    landing_url: str | None = None
 
     @classmethod
     def resolve(cls, lakehouse: str | None, landing: str | None) -> Lakehouse:
         root = Path(lakehouse or os.environ.get("RETRYLAKE_LAKEHOUSE") or "lakehouse").resolve()
         landing_dir = landing or os.environ.get("RETRYLAKE_LANDING")
+        if landing_dir and "://" in landing_dir:
+            return cls(root=root, landing=root / "landing", landing_url=landing_dir.rstrip("/"))
         return cls(
             root=root, landing=Path(landing_dir).resolve() if landing_dir else root / "landing"
         )
+
+    @property
+    def landing_location(self) -> str:
+        """The landing zone as Spark is given it: a URL, or an absolute local path."""
+        return self.landing_url or str(self.landing)
 
     @property
     def warehouse(self) -> Path:
@@ -46,7 +56,10 @@ class Lakehouse:
         return self.root / "dbt" / "logs"
 
     def prepare(self) -> None:
-        for folder in (self.root, self.warehouse, self.landing / "trace", self.landing / "dlq"):
+        folders = [self.root, self.warehouse]
+        if self.landing_url is None:
+            folders += [self.landing / "trace", self.landing / "dlq"]
+        for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
 
     def lock(self, holder: str = "retrylake") -> IO[str]:

@@ -36,7 +36,14 @@ def check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def serve(lakehouse: Lakehouse, *, host: str = "127.0.0.1", port: int = 10000) -> None:
+def serve(
+    lakehouse: Lakehouse,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 10000,
+    master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+) -> None:
     """Run the Thrift server until Ctrl-C or SIGTERM, holding the lakehouse lock throughout."""
     check_port_free(host, port)
     stop = threading.Event()
@@ -49,14 +56,16 @@ def serve(lakehouse: Lakehouse, *, host: str = "127.0.0.1", port: int = 10000) -
             print(f"Starting Spark on {lakehouse.root} ...", file=sys.stderr, flush=True)
             spark = start_session(
                 lakehouse,
-                extra_conf={
+                master,
+                extra_conf=(spark_conf or {})
+                | {
                     "spark.sql.hive.thriftServer.singleSession": "true",
                     "spark.hadoop.hive.server2.thrift.bind.host": host,
                     "spark.hadoop.hive.server2.thrift.port": str(port),
                     "spark.hadoop.hive.server2.transport.mode": "binary",
                 },
             )
-            spark.conf.set(LANDING_CONF_KEY, str(lakehouse.landing))
+            spark.conf.set(LANDING_CONF_KEY, lakehouse.landing_location)
             thrift = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
             server = thrift.startWithContext(spark._jsparkSession.sqlContext())
             try:

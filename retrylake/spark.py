@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
 
 if TYPE_CHECKING:
@@ -27,11 +28,38 @@ SPARK_DEFAULTS = {
 }
 
 
+def spark_settings(master: str | None, conf: list[str] | None) -> tuple[str | None, dict[str, str]]:
+    """The master and extra Spark settings from the command line, else the environment.
+
+    ``RETRYLAKE_MASTER`` and ``RETRYLAKE_SPARK_CONF`` (``key=value`` pairs separated by
+    whitespace) are the environment's versions of ``--master`` and ``--conf``; the command line
+    wins. Returns None for the master when neither gives one.
+    """
+    pairs = list(os.environ.get("RETRYLAKE_SPARK_CONF", "").split()) + list(conf or [])
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"Spark setting {pair!r} is not KEY=VALUE (from --conf or RETRYLAKE_SPARK_CONF)"
+            )
+        settings[key.strip()] = value
+    return master or os.environ.get("RETRYLAKE_MASTER") or None, settings
+
+
+def _launched_by_spark_submit() -> bool:
+    # spark-submit starts the JVM first and hands PySpark its gateway; its --master then holds.
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def start_session(
     lakehouse: Lakehouse, master: str | None = None, extra_conf: dict[str, str] | None = None
 ) -> SparkSession:
     """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered.
 
+    ``master`` is any Spark master URL (``spark://``, ``yarn``, ``k8s://``); None means
+    ``local[2]``, or whatever spark-submit was given. ``extra_conf`` is applied last, so it
+    overrides the defaults (a warehouse on HDFS, a PostgreSQL metastore, executor memory).
     A process has one session and its metastore is fixed when it starts, so asking for another
     lakehouse in the same process is an error rather than a silent mix-up.
     """
@@ -51,8 +79,12 @@ def start_session(
 
     lakehouse.prepare()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # The embedded session talks only to itself: keep it on loopback.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master is None and not _launched_by_spark_submit():
+        master = "local[2]"
+    if master is not None and master.startswith("local"):
+        # The embedded session talks only to itself: keep it on loopback. On a cluster the
+        # executors must reach the driver, so Spark picks the address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log_config = Path(__file__).with_name("log4j2.properties")
     driver_options = (
         f"-Dderby.system.home={lakehouse.root} "
@@ -60,8 +92,7 @@ def start_session(
         f"-Dlog4j2.configurationFile={log_config}"
     )
     builder = (
-        SparkSession.builder.master(master or os.environ.get("RETRYLAKE_MASTER", "local[2]"))
-        .appName("retrylake")
+        SparkSession.builder.appName("retrylake")
         .config("spark.sql.warehouse.dir", str(lakehouse.warehouse))
         .config(
             "spark.hadoop.javax.jdo.option.ConnectionURL",
@@ -74,6 +105,8 @@ def start_session(
     for key, value in SPARK_DEFAULTS.items():
         if key != "spark.ui.showConsoleProgress":
             builder = builder.config(key, value)
+    if master is not None:
+        builder = builder.master(master)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

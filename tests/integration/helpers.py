@@ -26,9 +26,9 @@ def rows(spark: Any, table: str, columns: list[str], where: str = "true") -> lis
     ]
 
 
-def table_snapshot(spark: Any, table: str, drop: tuple[str, ...] = ()) -> list[tuple]:
-    """Every row of a table, sorted, for comparing two builds."""
-    frame = spark.table(table)
+def table_snapshot(spark: Any, table: Any, drop: tuple[str, ...] = ()) -> list[tuple]:
+    """Every row of a table (a name or a DataFrame), sorted, for comparing two builds."""
+    frame = spark.table(table) if isinstance(table, str) else table
     columns = [column for column in frame.columns if column not in drop]
     return sorted(
         (tuple(row) for row in frame.select(*columns).collect()),

@@ -1,0 +1,94 @@
+"""A Spark standalone cluster on 127.0.0.1 from pyspark's own jars, for the scale-out test."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+
+SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _spark_daemon(main_class: str, args: list[str], log: Path) -> subprocess.Popen:
+    # What sbin/start-*.sh and load-spark-env.sh would set: workers build executor command
+    # lines from SPARK_HOME's jars and need the Scala version to find them.
+    environment = dict(
+        os.environ,
+        SPARK_HOME=str(SPARK_HOME),
+        SPARK_SCALA_VERSION="2.13",
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
+    return subprocess.Popen(
+        ["java", "-Xmx512m", "-cp", f"{SPARK_HOME / 'jars'}/*", main_class, *args],
+        env=environment,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _alive_workers(web_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=5) as answer:
+            state = json.load(answer)
+    except OSError:
+        return 0
+    return sum(worker["state"] == "ALIVE" for worker in state.get("workers", []))
+
+
+@contextlib.contextmanager
+def standalone_cluster(root: Path) -> Iterator[str]:
+    """A standalone master and two one-core workers on 127.0.0.1; yields the master URL and
+    stops every daemon afterwards, whatever happens."""
+    port, web_port = _free_port(), _free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    daemons = [
+        _spark_daemon(
+            "org.apache.spark.deploy.master.Master",
+            ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)],
+            root / "master.log",
+        )
+    ]
+    try:
+        for number in (1, 2):
+            daemons.append(
+                _spark_daemon(
+                    "org.apache.spark.deploy.worker.Worker",
+                    [
+                        *("--host", "127.0.0.1", "--cores", "1", "--memory", "2g"),
+                        *("--webui-port", "0", "--work-dir", str(root / f"work-{number}")),
+                        master_url,
+                    ],
+                    root / f"worker-{number}.log",
+                )
+            )
+        deadline = time.monotonic() + 180
+        while _alive_workers(web_port) < 2:
+            assert all(daemon.poll() is None for daemon in daemons), "a Spark daemon exited"
+            assert time.monotonic() < deadline, "the standalone cluster did not come up"
+            time.sleep(1)
+        yield master_url
+    finally:
+        for daemon in daemons:
+            if daemon.poll() is None:
+                os.killpg(daemon.pid, 15)
+        for daemon in daemons:
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(daemon.pid, 9)
+                daemon.wait()
