@@ -527,6 +527,10 @@ class Generator:
         ):
             if lifecycle.in_flight:
                 state = "IN_FLIGHT"
+            elif lifecycle.deliveries == 0:
+                # queued for a first consume request that the run ended before sending: the
+                # trace has nothing of it, so it is not a lifecycle yet
+                continue
             else:
                 assert lifecycle.expected_ms is not None
                 overdue = lifecycle.expected_ms < watermark - RETRY_OVERDUE_GRACE_MS

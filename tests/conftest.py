@@ -18,6 +18,27 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
 
+# The most expensive modules first, so that `pytest -n 2 --dist loadfile` does not finish with
+# one worker idle while the other runs a long module alone.
+SLOWEST_FIRST = (
+    "test_serve.py",
+    "test_sample_build.py",
+    "test_crash_safety.py",
+    "test_incremental_law.py",
+    "test_cli.py",
+    "test_generated_build.py",
+    "test_bad_input.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def cost_rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+    items.sort(key=cost_rank)  # stable: tests keep their order within a module
+
+
 @pytest.fixture(scope="session")
 def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
     root = tmp_path_factory.mktemp("lakehouse")

@@ -480,6 +480,8 @@ def _build_on_cluster(master: str, root: Path, landing: Path, events: Path):
     return subprocess.run(
         [
             *(sys.executable, "-m", "retrylake", "build", "--master", master),
+            # seeds and models: the data tests write nothing and ran on the local build
+            *("--select", "resource_type:seed", "resource_type:model"),
             *("--lakehouse", str(root / "lakehouse"), "--landing", str(landing)),
             *("--conf", "spark.executor.memory=1g", "--conf", "spark.eventLog.enabled=true"),
             *("--conf", f"spark.eventLog.dir={events.as_uri()}"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -103,11 +104,13 @@ def test_serve_listens_on_loopback_only_and_holds_the_lakehouse(server):
 
 
 def test_plain_dbt_runs_and_tests_against_the_server(server):
-    for command in ("seed", "run", "test"):
-        result = _dbt(server, command)
+    for command in (["seed"], ["run"], ["test", "--select", "message_lifecycles dlq_messages"]):
+        result = _dbt(server, *command)
         assert result.returncode == 0, result.stdout[-3000:]
         assert "Completed successfully" in result.stdout
-    assert "PASS=" in result.stdout and "ERROR=0" in result.stdout
+    # the data tests of two marts (the full suite runs on the embedded session elsewhere)
+    passed = int(re.search(r"PASS=(\d+)", result.stdout).group(1))
+    assert passed >= 10 and "ERROR=0" in result.stdout
 
 
 def test_a_hiveserver2_client_reads_the_marts_and_the_udfs(server):
