@@ -108,10 +108,7 @@ def bar_chart(
             if stacked:
                 base = top
         if i % label_every == 0:
-            body.append(
-                f'<text x="{x0 + slot * 0.4:.1f}" y="{plot_bottom + 14}" text-anchor="middle">'
-                f"{escape(category)}</text>"
-            )
+            body.append(_x_label(x0 + slot * 0.4, category))
     body.append(_legend(list(series)))
     return _frame(name, title, y_label, ticks, scale, "".join(body), marks)
 
@@ -153,12 +150,16 @@ def line_chart(
     label_every = max(1, math.ceil(len(x_labels) / 8))
     for i, text in enumerate(x_labels):
         if i % label_every == 0:
-            body.append(
-                f'<text x="{MARGIN_LEFT + step * i:.1f}" y="{plot_bottom + 14}" '
-                f'text-anchor="middle">{escape(text)}</text>'
-            )
+            body.append(_x_label(MARGIN_LEFT + step * i, text))
     body.append(_legend(list(series)))
     return _frame(name, title, y_label, ticks, scale, "".join(body), marks)
+
+
+def _x_label(x: float, text: str) -> str:
+    return (
+        f'<text x="{x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 14}" text-anchor="middle">'
+        f"{escape(text)}</text>"
+    )
 
 
 def _legend(labels: list[str]) -> str:

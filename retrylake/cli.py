@@ -9,15 +9,19 @@ from pathlib import Path
 from retrylake.lakehouse import Lakehouse, LakehouseBusyError
 
 
+def _add_lakehouse_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
+    )
+
+
 def _add_location_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--project-dir",
         default=".",
         help="the dbt project to run (default: the current directory, as with dbt)",
     )
-    parser.add_argument(
-        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
-    )
+    _add_lakehouse_arg(parser)
     parser.add_argument(
         "--landing", help="landing zone (default: $RETRYLAKE_LANDING or <lakehouse>/landing)"
     )
@@ -91,17 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     query.add_argument("sql", help="the query; each mart is a view named like its table")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    query.add_argument(
-        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
-    )
+    _add_lakehouse_arg(query)
 
     report = commands.add_parser(
         "report", help="write one self-contained HTML page of charts (DuckDB, no Java needed)"
     )
     report.add_argument("--out", default="report.html", help="file to write (default report.html)")
-    report.add_argument(
-        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
-    )
+    _add_lakehouse_arg(report)
 
     dlq_export = commands.add_parser(
         "dlq-export",
@@ -119,9 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         "--namesrv",
         help="name server list for the mqadmin commands (default: mqadmin reads $NAMESRV_ADDR)",
     )
-    dlq_export.add_argument(
-        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
-    )
+    _add_lakehouse_arg(dlq_export)
 
     bench = commands.add_parser(
         "bench",
@@ -147,9 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         help="address to listen on (default 127.0.0.1, loopback only; 0.0.0.0 for every address)",
     )
     serve.add_argument("--port", type=int, default=10000, help="port (default 10000)")
-    serve.add_argument(
-        "--lakehouse", help="lakehouse folder (default: $RETRYLAKE_LAKEHOUSE or ./lakehouse)"
-    )
+    _add_lakehouse_arg(serve)
     serve.add_argument(
         "--landing", help="landing zone (default: $RETRYLAKE_LANDING or <lakehouse>/landing)"
     )
