@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 FACT_MARTS = (
@@ -47,3 +48,10 @@ def retrylake_tables(spark: Any) -> list[str]:
                 if not table.isTemporary  # dbt-spark's session-scoped __dbt_tmp views
             ]
     return sorted(names)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now, for a server a test starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -14,13 +13,9 @@ from pathlib import Path
 
 import pyspark
 
+from tests.integration.helpers import free_port
+
 SPARK_HOME = Path(pyspark.__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _spark_daemon(main_class: str, args: list[str], log: Path) -> subprocess.Popen:
@@ -54,7 +49,7 @@ def _alive_workers(web_port: int) -> int:
 def standalone_cluster(root: Path) -> Iterator[str]:
     """A standalone master and two one-core workers on 127.0.0.1; yields the master URL and
     stops every daemon afterwards, whatever happens."""
-    port, web_port = _free_port(), _free_port()
+    port, web_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
     daemons = [
         _spark_daemon(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,18 +15,13 @@ import pytest
 
 from retrylake.sample import write_sample
 from tests.conftest import PROJECT_DIR
+from tests.integration.helpers import free_port
 
 pytestmark = pytest.mark.integration
 
 GRACE_MS = 300_000  # var retry_overdue_grace_seconds
 DBT = str(Path(sys.executable).with_name("dbt"))
 RETRYLAKE = (sys.executable, "-m", "retrylake")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _listeners(port: int) -> set[str]:
@@ -46,7 +40,7 @@ def _listeners(port: int) -> set[str]:
 def server(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("served")
     sample = write_sample(root / "lakehouse" / "landing")
-    port = _free_port()
+    port = free_port()
     # Files, not pipes: a pipe nobody reads fills up and blocks the server's logging.
     out, err = (root / "serve.out").open("w"), (root / "serve.err").open("w")
     process = subprocess.Popen(
