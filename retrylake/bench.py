@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from retrylake.generator import GeneratorConfig, generate
@@ -43,25 +44,63 @@ def _generate(out: Path, messages: int, seed: int, start: dt.datetime, hours: fl
     return {"records": stats.records, "seconds": round(time.perf_counter() - began, 1)}
 
 
+HISTORY_FACTOR = 10
+
+
+def _generate_chunk(job: tuple[Path, int, int, dt.datetime, float]) -> dict:
+    out, messages, seed, start, hours = job
+    if (out / "generation.json").exists():
+        return json.loads((out / "generation.json").read_text())["stats"]
+    shutil.rmtree(out, ignore_errors=True)
+    return _generate(out, messages, seed, start, hours)
+
+
+def data_root(root: Path, records: int, seed: int) -> Path:
+    return root / "data" / f"{records}-seed{seed}"
+
+
 def prepare(root: Path, records: int, seed: int) -> dict:
-    """Write the small history, the 10x history and the 1% batch that follows both."""
+    """Write the history in ten consecutive chunks, and the 1% batch that follows them.
+
+    The small history is the first chunk; the large one is all ten. Chunks are generated two at
+    a time (one process per core) and cached, so a rerun of the same size generates nothing.
+    """
     messages = max(1000, int(records / RECORDS_PER_MESSAGE))
     hours = max(1.0, messages / MESSAGES_PER_HOUR)
-    later = BENCH_START + dt.timedelta(hours=10 * hours)
-    plan = {
-        "small": (messages, seed, BENCH_START, hours),
-        "large": (10 * messages, seed + 1, BENCH_START, 10 * hours),
-        "new": (max(100, int(messages * NEW_SHARE)), seed + 2, later, max(hours * NEW_SHARE, 0.1)),
+    data = data_root(root, records, seed)
+    jobs = [
+        (
+            data / "history" / f"chunk-{index:02d}",
+            messages,
+            seed + index,
+            BENCH_START + dt.timedelta(hours=index * hours),
+            hours,
+        )
+        for index in range(HISTORY_FACTOR)
+    ]
+    later = BENCH_START + dt.timedelta(hours=HISTORY_FACTOR * hours)
+    jobs.append(
+        (
+            data / "new",
+            max(100, int(messages * NEW_SHARE)),
+            seed + HISTORY_FACTOR,
+            later,
+            max(hours * NEW_SHARE, 0.1),
+        )
+    )
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        chunks = list(pool.map(_generate_chunk, jobs))
+    return {
+        "small": {"records": chunks[0]["records"]},
+        "large": {"records": sum(chunk["records"] for chunk in chunks[:HISTORY_FACTOR])},
+        "new": {"records": chunks[-1]["records"]},
+        "generator_seconds": round(sum(chunk.get("seconds", 0) for chunk in chunks), 1),
     }
-    generated = {}
-    for name, (count, run_seed, start, span) in plan.items():
-        out = root / "data" / name
-        if not (out / "generation.json").exists():
-            shutil.rmtree(out, ignore_errors=True)
-            generated[name] = _generate(out, count, run_seed, start, span)
-        else:
-            generated[name] = json.loads((out / "generation.json").read_text())["stats"]
-    return generated
+
+
+def _history_chunks(data: Path, phase: str) -> list[Path]:
+    chunks = sorted((data / "history").glob("chunk-*"))
+    return chunks[:1] if phase == "small" else chunks
 
 
 def _landing_with(lakehouse: Lakehouse, source: Path, batch: str) -> None:
@@ -121,45 +160,92 @@ def scan_floor(spark, landing: Path) -> tuple[float, int]:
     return time.perf_counter() - began, sum(row.records for row in counted)
 
 
-def run_phase(phase: str, root: Path, project_dir: Path) -> dict:
-    """In this process: full build of one history, then the 1% incremental build on top."""
-    from retrylake.commands import build
+DATA_BUILD = ["resource_type:seed", "resource_type:model"]
+
+
+def _timed_build(project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool = False) -> dict:
+    """Seeds and models (the data), then the data tests, each timed."""
+    from retrylake.commands import build, dbt
+
+    began = time.perf_counter()
+    build(project_dir, lakehouse, full_refresh=full_refresh, select=DATA_BUILD)
+    built = time.perf_counter()
+    models = _model_seconds(lakehouse)
+    dbt(project_dir, lakehouse, ["test"])
+    return {
+        "seconds": round(built - began, 1),
+        "data_tests_seconds": round(time.perf_counter() - built, 1),
+        "models": models,
+    }
+
+
+def run_phase(phase: str, data: Path, root: Path, project_dir: Path) -> dict:
+    """In this process: scan floor and full build of one history, then the 1% batch on top."""
     from retrylake.spark import start_session
 
     lakehouse = Lakehouse(root / phase / "lakehouse", root / phase / "lakehouse" / "landing")
     shutil.rmtree(lakehouse.root, ignore_errors=True)
-    _landing_with(lakehouse, root / "data" / phase, "history")
+    for chunk in _history_chunks(data, phase):
+        _landing_with(lakehouse, chunk, f"history/{chunk.name}")
     spark = start_session(lakehouse)
-    result: dict = {}
-    if phase == "small":
-        scan_seconds, scanned = scan_floor(spark, lakehouse.landing)
-        result["scan_floor"] = {"seconds": round(scan_seconds, 1), "records": scanned}
-    began = time.perf_counter()
-    build(project_dir, lakehouse, full_refresh=True)
-    result["full_build"] = {
-        "seconds": round(time.perf_counter() - began, 1),
-        "models": _model_seconds(lakehouse),
-    }
-    _landing_with(lakehouse, root / "data" / "new", "new")
-    began = time.perf_counter()
-    build(project_dir, lakehouse)
-    result["incremental_build"] = {
-        "seconds": round(time.perf_counter() - began, 1),
-        "models": _model_seconds(lakehouse),
-    }
+    scan_seconds, scanned = scan_floor(spark, lakehouse.landing)
+    result: dict = {"scan_floor": {"seconds": round(scan_seconds, 1), "records": scanned}}
+    result["full_build"] = _timed_build(project_dir, lakehouse, full_refresh=True)
+    _landing_with(lakehouse, data / "new", "new")
+    result["incremental_build"] = _timed_build(project_dir, lakehouse)
     result["parquet_files_per_mart"] = _parquet_files(lakehouse)
     result["driver_peak_rss_mb"] = _driver_peak_rss_mb(spark)
     return result
 
 
+def _phase_figures(records: int, phase: dict) -> dict:
+    scan, full = phase["scan_floor"]["seconds"], phase["full_build"]["seconds"]
+    return {
+        "records": records,
+        "seconds": {
+            "scan_floor": scan,
+            "full_build": full,
+            "full_build_data_tests": phase["full_build"]["data_tests_seconds"],
+            "incremental_build": phase["incremental_build"]["seconds"],
+            "incremental_build_data_tests": phase["incremental_build"]["data_tests_seconds"],
+        },
+        "records_per_second": {
+            "scan_floor": round(records / scan),
+            "full_build": round(records / full),
+        },
+        "ratio_full_to_scan_floor": round(full / scan, 2),
+        "driver_peak_rss_mb": phase["driver_peak_rss_mb"],
+        "model_seconds": {
+            "full_build": phase["full_build"]["models"],
+            "incremental_build": phase["incremental_build"]["models"],
+        },
+        "parquet_files_per_mart": phase["parquet_files_per_mart"],
+    }
+
+
 def bench(root: Path, records: int, seed: int, project_dir: Path) -> dict:
     root.mkdir(parents=True, exist_ok=True)
+    print(
+        "retrylake bench: generating (cached after the first run) ...", file=sys.stderr, flush=True
+    )
     generated = prepare(root, records, seed)
+    data = data_root(root, records, seed)
     phases = {}
     for phase in ("small", "large"):
         print(f"retrylake bench: measuring the {phase} history ...", file=sys.stderr, flush=True)
         child = subprocess.run(
-            [sys.executable, "-m", "retrylake", "bench", "--phase", phase, "--dir", str(root)],
+            [
+                sys.executable,
+                "-m",
+                "retrylake",
+                "bench",
+                "--phase",
+                phase,
+                "--dir",
+                str(root),
+                "--data",
+                str(data),
+            ],
             cwd=project_dir,
             capture_output=True,
             text=True,
@@ -168,36 +254,16 @@ def bench(root: Path, records: int, seed: int, project_dir: Path) -> dict:
         if child.returncode != 0:
             raise RuntimeError(f"bench phase {phase} failed:\n{child.stderr[-4000:]}")
         phases[phase] = json.loads(child.stdout.strip().splitlines()[-1])
-    small, large = phases["small"], phases["large"]
-    records_small = generated["small"]["records"]
-    full = small["full_build"]["seconds"]
-    scan = small["scan_floor"]["seconds"]
+    small = _phase_figures(generated["small"]["records"], phases["small"])
+    large = _phase_figures(generated["large"]["records"], phases["large"])
     return {
-        "records": records_small,
-        "records_large_history": generated["large"]["records"],
+        "records": small["records"],
         "records_new": generated["new"]["records"],
-        "seconds": {
-            "scan_floor": scan,
-            "full_build": full,
-            "incremental_build": small["incremental_build"]["seconds"],
-            "incremental_build_large_history": large["incremental_build"]["seconds"],
-            "full_build_large_history": large["full_build"]["seconds"],
-        },
-        "records_per_second": {
-            "scan_floor": round(records_small / scan),
-            "full_build": round(records_small / full),
-        },
-        "ratio_full_to_scan_floor": round(full / scan, 2),
-        "ratio_incremental_large_to_small": round(
-            large["incremental_build"]["seconds"] / small["incremental_build"]["seconds"], 2
+        "history": small,
+        "history_10x": large,
+        "ratio_incremental_10x_to_1x": round(
+            large["seconds"]["incremental_build"] / small["seconds"]["incremental_build"], 2
         ),
         "driver_peak_rss_mb": max(small["driver_peak_rss_mb"], large["driver_peak_rss_mb"]),
-        "model_seconds": {
-            "full_build": small["full_build"]["models"],
-            "incremental_build": small["incremental_build"]["models"],
-            "incremental_build_large_history": large["incremental_build"]["models"],
-        },
-        "parquet_files_per_mart": small["parquet_files_per_mart"],
-        "parquet_files_per_mart_large_history": large["parquet_files_per_mart"],
-        "generation": generated,
+        "generator_seconds": generated["generator_seconds"],
     }

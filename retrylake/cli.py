@@ -134,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--project-dir", default=".", help="the dbt project (default: .)")
     bench.add_argument("--phase", choices=["small", "large"], help=argparse.SUPPRESS)
+    bench.add_argument("--data", help=argparse.SUPPRESS)
 
     serve = commands.add_parser(
         "serve",
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
         root, project_dir = Path(args.dir).resolve(), Path(args.project_dir).resolve()
         if args.phase:
-            result = bench.run_phase(args.phase, root, project_dir)
+            result = bench.run_phase(args.phase, Path(args.data), root, project_dir)
         else:
             result = bench.bench(root, args.records, args.seed, project_dir)
         print(json.dumps(result, indent=None if args.phase else 2))
