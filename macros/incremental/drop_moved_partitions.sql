@@ -7,6 +7,8 @@
 {% macro drop_moved_partitions() %}
     {%- if execute and is_incremental() -%}
         {%- set attempts = this if model.name == 'consume_attempts' else ref('consume_attempts') -%}
+        {%- set scope = ref('int_lifecycle_scope') -%}
+        {#- A moved lifecycle's old and new dates are both among the scope's dates. -#}
         {%- set stale_query -%}
             with current_dates as (
                 select
@@ -14,10 +16,7 @@
                     attempts.msg_id,
                     min(attempts.lifecycle_date) as lifecycle_date
                 from {{ attempts }} as attempts
-                left semi join {{ ref('int_lifecycle_scope') }} as scope
-                    on
-                        attempts.consumer_group = scope.consumer_group
-                        and attempts.msg_id = scope.msg_id
+                where {{ in_refresh_dates('attempts.lifecycle_date', scope) }}
                 group by attempts.consumer_group, attempts.msg_id
             )
 
@@ -27,7 +26,9 @@
                 on
                     written.consumer_group = current_dates.consumer_group
                     and written.msg_id = current_dates.msg_id
-            where written.lifecycle_date > current_dates.lifecycle_date
+            where
+                {{ in_refresh_dates('written.lifecycle_date', scope) }}
+                and written.lifecycle_date > current_dates.lifecycle_date
         {%- endset -%}
         {%- for stale_date in run_query(stale_query).columns[0].values() -%}
             {%- do run_query("alter table " ~ this ~ " drop if exists partition (lifecycle_date = '"
@@ -46,6 +47,7 @@
             from {{ this }} as stats
             left anti join {{ ref('message_lifecycles') }} as lifecycles
                 on stats.stat_date = lifecycles.lifecycle_date
+            where {{ in_refresh_dates('stats.stat_date', ref('int_lifecycle_scope')) }}
         {%- endset -%}
         {%- for stale_date in run_query(stale_query).columns[0].values() -%}
             {%- do run_query("alter table " ~ this ~ " drop if exists partition (stat_date = '"

@@ -1,7 +1,7 @@
 {#- The valid records of one kind, the start of every typed staging view. -#}
 {% macro trace_records_of_kind(kind) -%}
     select * from {{ ref('stg_trace__records') }}
-    where record_kind = '{{ kind }}' and record_error is null
+    where record_partition = '{{ kind }}'
 {%- endmacro %}
 
 {#- Where a record came from: kept on every typed record for lineage and deduplication. -#}

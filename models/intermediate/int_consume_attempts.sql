@@ -2,25 +2,11 @@
 -- and message id (§5.2), one row per delivery, duplicates removed.
 with
 
-scope as (
-    select * from {{ ref('int_lifecycle_scope') }}
-),
-
-sub_before as (
-    select * from {{ ref('stg_trace__sub_before') }}
-),
-
-sub_after as (
-    select * from {{ ref('stg_trace__sub_after') }}
-),
-
 scoped_sub_before as (
-    select sub_before.*
-    from sub_before
-    left semi join scope
-        on
-            sub_before.consumer_group = scope.consumer_group
-            and sub_before.msg_id = scope.msg_id
+    {{ records_in_refresh_scope(
+        ref('stg_trace__sub_before'), ref('int_lifecycle_scope'), ['consumer_group', 'msg_id'],
+        var('trace_clock_skew_hours')
+    ) }}
 ),
 
 -- A trace message can be re-sent with different neighbours; keep one copy of each record.
@@ -42,10 +28,10 @@ unique_sub_before as (
 ),
 
 scoped_sub_after as (
-    select sub_after.*
-    from sub_after
-    left semi join scope
-        on sub_after.msg_id = scope.msg_id
+    {{ records_in_refresh_scope(
+        ref('stg_trace__sub_after'), ref('int_lifecycle_scope'), ['msg_id'],
+        var('trace_clock_skew_hours')
+    ) }}
 ),
 
 ranked_sub_after as (

@@ -2,19 +2,12 @@
 -- and the offset id of the stored original, which is the origin of every retry (§1.2, §6).
 with
 
-scope as (
-    select distinct msg_id from {{ ref('int_lifecycle_scope') }}
-),
-
-pubs as (
-    select * from {{ ref('stg_trace__pub') }}
-),
-
+-- A message is published at most the broker's retention before its first delivery.
 scoped_pubs as (
-    select pubs.*
-    from pubs
-    left semi join scope
-        on pubs.msg_id = scope.msg_id
+    {{ records_in_refresh_scope(
+        ref('stg_trace__pub'), ref('int_lifecycle_scope'), ['msg_id'],
+        var('trace_clock_skew_hours') + var('message_retention_hours')
+    ) }}
 ),
 
 -- A producer may re-send after a timeout; the first successful send is the stored original.

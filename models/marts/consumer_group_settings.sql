@@ -13,7 +13,7 @@ delay_clusters as (
 ),
 
 traced_groups as (
-    select distinct consumer_group from {{ ref('stg_trace__sub_before') }}
+    select distinct consumer_group from {{ ref('stg_trace__consumer_groups') }}
 ),
 
 unconfigured as (

@@ -1,9 +1,16 @@
-{{ config(materialized='incremental', incremental_strategy='append') }}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    post_hook="{{ record_unreadable_files() }}",
+) }}
 
 {#- One row per line of every landing file, parsed or not. Files are immutable once landed
     (write to a hidden or temporary name, then rename): a file already ingested is not read
-    again. -#}
+    again. The files to read are named in the scan's filter, which Spark applies while listing,
+    so an incremental run reads only the new files, however large the landing zone grows. A file
+    the text reader skips (truncated or corrupt) is recorded by the post-hook. -#}
 {%- set load_id = next_load_id() %}
+{%- set new_files = unread_landing_files() if is_incremental() else none %}
 
 with
 
@@ -13,46 +20,16 @@ landing_files as (
         trace_files._metadata.file_path as source_file,  -- noqa: RF01
         trace_files.value as file_text
     from {{ source('landing', 'trace_files') }} as trace_files
-),
-
-ingested_files as (
-    {% if is_incremental() %}
-        select distinct source_file from {{ this }}
-    {% else %}
-        select cast(null as string) as source_file where false
+    {% if new_files is not none %}
+        where {{ landing_file_filter('trace_files._metadata.file_path', new_files) }}
     {% endif %}
-),
-
-listed_files as (
-    select trace_file_list.path as source_file
-    from {{ source('landing', 'trace_file_list') }} as trace_file_list
-    where trace_file_list.length > 0
-),
-
--- A listed file that the text reader skipped: truncated or corrupt; counted as one line 0.
-unreadable_files as (
-    select listed_files.source_file
-    from listed_files
-    left anti join landing_files
-        on listed_files.source_file = landing_files.source_file
-    left anti join ingested_files
-        on listed_files.source_file = ingested_files.source_file
-),
-
-unread_files as (
-    select
-        landing_files.source_file,
-        landing_files.file_text
-    from landing_files
-    left anti join ingested_files
-        on landing_files.source_file = ingested_files.source_file
 ),
 
 file_lines as (
     select
         source_file,
         split(file_text, '\n') as lines
-    from unread_files
+    from landing_files
 ),
 
 numbered_lines as (
@@ -129,38 +106,6 @@ checked as (
     from decoded
 ),
 
-unreadable_lines as (
-    select
-        source_file,
-        0 as line_number,
-        cast(null as string) as trace_msg_id,
-        cast(null as bigint) as store_ts_ms,
-        cast(null as string) as store_host,
-        cast(null as string) as trace_keys,
-        cast(null as string) as body,
-        'file could not be read: truncated or corrupt' as line_error,
-        cast(null as string) as line_text
-    from unreadable_files
-),
-
-all_lines as (
-    select
-        source_file,
-        line_number,
-        trace_msg_id,
-        store_ts_ms,
-        store_host,
-        trace_keys,
-        body,
-        line_error,
-        line_text
-    from checked
-
-    union all
-
-    select * from unreadable_lines
-),
-
 final as (
     select
         cast({{ load_id }} as bigint) as load_id,
@@ -174,7 +119,7 @@ final as (
         line_error,
         -- Raw text is kept only where someone must look at it: the quarantined lines.
         case when line_error is not null then line_text end as raw_text
-    from all_lines
+    from checked
 )
 
 select * from final

@@ -1,10 +1,18 @@
-{{ config(materialized='incremental', incremental_strategy='append') }}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    partition_by=['record_partition'],
+) }}
 
 {#- One row per trace record (spec §5): bodies split on U+0002 into records and each record on
     U+0001 into fields. The trace topic is at-least-once, so a trace message that landed before
     (same trace msgId) is skipped. Records that break the layouts of §5.3 carry a
-    `record_error` and surface in `landing_quarantine`. -#}
+    `record_error` and surface in `landing_quarantine`. Partitioned by record kind, so each typed
+    staging view reads only its own kind. -#}
 {%- set loaded_before = max_load_id(this) %}
+{%- set earliest_new_trace = earliest_time(
+    ref('stg_landing__trace_lines'), 'trace_stored_at', 'line_error is null and load_id > ' ~ loaded_before
+) if is_incremental() else none %}
 
 with
 
@@ -20,30 +28,63 @@ new_lines as (
     where line_error is null and load_id > {{ loaded_before }}
 ),
 
--- Keep one copy of a trace message that landed twice; the copies carry the same body.
-first_copies as (
+-- Copies of one trace message carry the same body: rank the copies on their keys alone, so the
+-- bodies are never shuffled.
+line_copies as (
     select
-        *,
+        trace_msg_id,
+        source_file,
+        line_number,
         row_number() over (
             partition by trace_msg_id order by trace_stored_at, source_file, line_number
         ) as copy_number
     from new_lines
 ),
 
-unseen_messages as (
+{% if is_incremental() %}
+    -- A copy is stored at the same time as the original, or moments later when the trace
+    -- producer re-sent it: only the loads since shortly before the new lines can hold one.
+    loaded_messages as (
+        select distinct loaded.trace_msg_id
+        from {{ this }} as loaded
+        left semi join line_copies
+            on loaded.trace_msg_id = line_copies.trace_msg_id
+        where loaded.trace_stored_at >= {{ hours_before(earliest_new_trace, var('trace_clock_skew_hours')) }}
+    ),
+{% endif %}
+
+skipped_lines as (
     select
-        first_copies.load_id,
-        first_copies.source_file,
-        first_copies.line_number,
-        first_copies.trace_msg_id,
-        first_copies.trace_stored_at,
-        first_copies.body
-    from first_copies
+        source_file,
+        line_number
+    from line_copies
+    where copy_number > 1
     {% if is_incremental() %}
-        left anti join {{ this }} as loaded
-            on first_copies.trace_msg_id = loaded.trace_msg_id
+        union all
+
+        select
+            line_copies.source_file,
+            line_copies.line_number
+        from line_copies
+        left semi join loaded_messages
+            on line_copies.trace_msg_id = loaded_messages.trace_msg_id
+        where line_copies.copy_number = 1
     {% endif %}
-    where first_copies.copy_number = 1
+),
+
+unseen_messages as (
+    select /*+ broadcast(skipped_lines) */  -- noqa: RF02
+        new_lines.load_id,
+        new_lines.source_file,
+        new_lines.line_number,
+        new_lines.trace_msg_id,
+        new_lines.trace_stored_at,
+        new_lines.body
+    from new_lines
+    left anti join skipped_lines
+        on
+            new_lines.source_file = skipped_lines.source_file
+            and new_lines.line_number = skipped_lines.line_number
 ),
 
 -- Java's String.split drops trailing empty strings; the decoder relies on that (§5.3).
@@ -96,7 +137,8 @@ final as (
         field_count,
         case when record_error is null then fields end as fields,
         record_error,
-        case when record_error is not null then record_text end as raw_text
+        case when record_error is not null then record_text end as raw_text,
+        case when record_error is null then record_kind else 'rejected' end as record_partition
     from checked
 )
 

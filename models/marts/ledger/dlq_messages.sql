@@ -5,12 +5,12 @@ with
 
 lifecycles as (
     {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_lifecycle_scope')) }}
-    where in_scope.final_state = 'DLQ'
+        and in_scope.final_state = 'DLQ'
 ),
 
 dlq_decisions as (
     {{ rows_in_refresh_scope(ref('retry_decisions'), ref('int_lifecycle_scope')) }}
-    where in_scope.decision = 'DLQ'
+        and in_scope.decision = 'DLQ'
 ),
 
 final as (

@@ -1,0 +1,24 @@
+{#- Incremental runs read history only as far back as the new data can reach, so that their cost
+    does not grow with the history. These macros turn a bound found at run time into a literal,
+    which Spark pushes into the scan (partition pruning, parquet row-group statistics). -#}
+
+{#- The earliest `column` (a timestamp or date) of `relation`'s rows matching `condition`, as an
+    ISO string, or none when there are none. -#}
+{% macro earliest_time(relation, column, condition) %}
+    {%- if not execute or '__dbt__cte__' in (relation | string) -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set result = run_query("select cast(min(" ~ column ~ ") as string) from " ~ relation
+        ~ " where " ~ condition) -%}
+    {{ return(result.columns[0].values()[0]) }}
+{% endmacro %}
+
+{#- `hours` before the instant `earliest` (an ISO string or date), as a timestamp literal. With no
+    instant (nothing new), the bound lies in the future and the read is empty. -#}
+{% macro hours_before(earliest, hours) -%}
+    {%- if earliest is none -%}
+        timestamp'9999-12-31 00:00:00'
+    {%- else -%}
+        timestamp'{{ earliest }}' - interval {{ hours | int }} hours
+    {%- endif -%}
+{%- endmacro %}

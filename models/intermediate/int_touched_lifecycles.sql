@@ -1,0 +1,134 @@
+{#- The (group, message) lifecycles that something in this run changes, with the lifecycle_date
+    partitions they were and will be in:
+    - lifecycles with records loaded since the last complete run, or whose Pub arrived;
+    - lifecycles waiting for a retry, which turn RETRY_OVERDUE as the watermark moves.
+    Each lookup into the history is bounded by how far back the new records can reach (see
+    macros/incremental/lookback.sql). Empty on a first or full-refresh build, which recomputes
+    everything. Run bookkeeping, kept in the `_meta` schema with the run state. -#}
+{{ config(materialized='table', schema='meta') }}
+{%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
+{%- set incremental_run = previous_lifecycles is not none %}
+{%- set processed = processed_load_id() if incremental_run else 0 %}
+{%- set sub_before = ref('stg_trace__sub_before') %}
+{%- set sub_after = ref('stg_trace__sub_after') %}
+{%- set pubs = ref('stg_trace__pub') %}
+
+{% if not incremental_run %}
+
+    select
+        cast(null as string) as consumer_group,
+        cast(null as string) as msg_id,
+        cast(null as date) as lifecycle_date
+    where false
+
+{% else %}
+
+    {%- set earliest_new_result = earliest_time(sub_after, 'trace_stored_at', 'load_id > ' ~ processed) %}
+    {%- set earliest_new_pub = earliest_time(pubs, 'published_at', 'load_id > ' ~ processed) %}
+
+    with
+
+    previous_lifecycles as (
+        select
+            consumer_group,
+            msg_id,
+            lifecycle_date,
+            final_state
+        from {{ previous_lifecycles }}
+    ),
+
+    new_sub_before as (
+        select
+            consumer_group,
+            msg_id,
+            consume_started_at
+        from {{ sub_before }}
+        where load_id > {{ processed }}
+    ),
+
+    new_sub_after as (
+        select
+            request_id,
+            msg_id
+        from {{ sub_after }}
+        where load_id > {{ processed }}
+    ),
+
+    new_pubs as (
+        select distinct msg_id
+        from {{ pubs }}
+        where load_id > {{ processed }}
+    ),
+
+    -- A consume request's SubBefore is stored before its SubAfter.
+    recent_sub_before as (
+        select
+            consumer_group,
+            msg_id,
+            request_id
+        from {{ sub_before }}
+        where trace_stored_at >= {{ hours_before(earliest_new_result, var('trace_clock_skew_hours')) }}
+    ),
+
+    touched as (
+        select
+            consumer_group,
+            msg_id
+        from new_sub_before
+
+        union
+
+        select
+            recent_sub_before.consumer_group,
+            recent_sub_before.msg_id
+        from new_sub_after
+        inner join recent_sub_before
+            on
+                new_sub_after.request_id = recent_sub_before.request_id
+                and new_sub_after.msg_id = recent_sub_before.msg_id
+
+        union
+
+        -- A message is consumed after it is published.
+        select
+            previous_lifecycles.consumer_group,
+            previous_lifecycles.msg_id
+        from previous_lifecycles
+        left semi join new_pubs
+            on previous_lifecycles.msg_id = new_pubs.msg_id
+        where
+            previous_lifecycles.lifecycle_date
+            >= to_date({{ hours_before(earliest_new_pub, var('trace_clock_skew_hours')) }})
+
+        union
+
+        select
+            consumer_group,
+            msg_id
+        from previous_lifecycles
+        where final_state = 'WAITING_RETRY'
+    ),
+
+    final as (
+        select
+            previous_lifecycles.consumer_group,
+            previous_lifecycles.msg_id,
+            previous_lifecycles.lifecycle_date
+        from previous_lifecycles
+        left semi join touched
+            on
+                previous_lifecycles.consumer_group = touched.consumer_group
+                and previous_lifecycles.msg_id = touched.msg_id
+
+        union
+
+        select
+            consumer_group,
+            msg_id,
+            to_date(consume_started_at) as lifecycle_date
+        from new_sub_before
+    )
+
+    select * from final
+
+{% endif %}
