@@ -160,7 +160,8 @@ def scan_floor(spark, landing: Path) -> tuple[float, int]:
     return time.perf_counter() - began, sum(row.records for row in counted)
 
 
-DATA_BUILD = ["resource_type:seed", "resource_type:model"]
+# Tests are selected with the models they test unless excluded.
+NO_TESTS = ["resource_type:test", "resource_type:unit_test"]
 
 
 def _timed_build(project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool = False) -> dict:
@@ -168,7 +169,7 @@ def _timed_build(project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool 
     from retrylake.commands import build, dbt
 
     began = time.perf_counter()
-    build(project_dir, lakehouse, full_refresh=full_refresh, select=DATA_BUILD)
+    build(project_dir, lakehouse, full_refresh=full_refresh, exclude=NO_TESTS)
     built = time.perf_counter()
     models = _model_seconds(lakehouse)
     dbt(project_dir, lakehouse, ["test"])

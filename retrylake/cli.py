@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_location_args(build)
     build.add_argument("--full-refresh", action="store_true", help="rebuild every table")
     build.add_argument("--select", nargs="+", help="dbt node selection")
+    build.add_argument(
+        "--exclude", nargs="+", help="dbt nodes to leave out (resource_type:test: no data tests)"
+    )
     _add_spark_args(build)
 
     dbt = commands.add_parser("dbt", help="run any dbt command: retrylake dbt -- ARGS")
@@ -194,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 lakehouse,
                 full_refresh=args.full_refresh,
                 select=args.select,
+                exclude=args.exclude,
                 master=master,
                 spark_conf=spark_conf,
             )

@@ -19,6 +19,7 @@ def build(
     *,
     full_refresh: bool = False,
     select: list[str] | None = None,
+    exclude: list[str] | None = None,
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
 ) -> None:
@@ -30,6 +31,8 @@ def build(
         command.append("--full-refresh")
     if select:
         command += ["--select", *select]
+    if exclude:
+        command += ["--exclude", *exclude]
     with lakehouse.lock():
         start_session(lakehouse, master, spark_conf)
         run_dbt(command, project_dir, lakehouse)

@@ -81,7 +81,7 @@ def test_a_killed_build_recovers_to_a_clean_build(spark, lakehouse: Lakehouse, t
         PROJECT_DIR,
         Lakehouse(lakehouse.root, landing),
         full_refresh=True,
-        select=["resource_type:seed", "resource_type:model"],
+        exclude=["resource_type:test", "resource_type:unit_test"],
     )
     for name in FACT_MARTS:
         clean = spark.table(f"retrylake.{name}")

@@ -481,7 +481,7 @@ def _build_on_cluster(master: str, root: Path, landing: Path, events: Path):
         [
             *(sys.executable, "-m", "retrylake", "build", "--master", master),
             # seeds and models: the data tests write nothing and ran on the local build
-            *("--select", "resource_type:seed", "resource_type:model"),
+            *("--exclude", "resource_type:test", "resource_type:unit_test"),
             *("--lakehouse", str(root / "lakehouse"), "--landing", str(landing)),
             *("--conf", "spark.executor.memory=1g", "--conf", "spark.eventLog.enabled=true"),
             *("--conf", f"spark.eventLog.dir={events.as_uri()}"),
