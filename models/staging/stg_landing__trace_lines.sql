@@ -37,7 +37,12 @@ numbered_lines as (
         file_lines.source_file,
         size(file_lines.lines) as line_count,
         numbered.line_index + 1 as line_number,
-        regexp_replace(numbered.line_text, '\r$', '') as line_text
+        -- one carriage return of a CRLF line ending
+        if(
+            endswith(numbered.line_text, '\r'),
+            left(numbered.line_text, length(numbered.line_text) - 1),
+            numbered.line_text
+        ) as line_text
     from file_lines
         lateral view posexplode(file_lines.lines) numbered as line_index, line_text
 ),

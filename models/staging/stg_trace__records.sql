@@ -99,14 +99,14 @@ split_records as (
         record.record_text
     from unseen_messages
         lateral view posexplode(
-            split(regexp_replace(unseen_messages.body, '\u0002+$', ''), '\u0002')
+            split(trim(trailing '\u0002' from unseen_messages.body), '\u0002')
         ) record as record_index, record_text
 ),
 
 fielded as (
     select
         *,
-        split(regexp_replace(record_text, '\u0001+$', ''), '\u0001') as fields
+        split(trim(trailing '\u0001' from record_text), '\u0001') as fields
     from split_records
 ),
 
