@@ -164,7 +164,9 @@ def scan_floor(spark, landing: Path) -> tuple[float, int]:
 NO_TESTS = ["resource_type:test", "resource_type:unit_test"]
 
 
-def _timed_build(project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool = False) -> dict:
+def _timed_build(
+    project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool = False, tests: bool = True
+) -> dict:
     """Seeds and models (the data), then the data tests, each timed."""
     from retrylake.commands import build, dbt
 
@@ -172,15 +174,16 @@ def _timed_build(project_dir: Path, lakehouse: Lakehouse, *, full_refresh: bool 
     build(project_dir, lakehouse, full_refresh=full_refresh, exclude=NO_TESTS)
     built = time.perf_counter()
     models = _model_seconds(lakehouse)
-    dbt(project_dir, lakehouse, ["test"])
+    if tests:
+        dbt(project_dir, lakehouse, ["test"])
     return {
         "seconds": round(built - began, 1),
-        "data_tests_seconds": round(time.perf_counter() - built, 1),
+        "data_tests_seconds": round(time.perf_counter() - built, 1) if tests else None,
         "models": models,
     }
 
 
-def run_phase(phase: str, data: Path, root: Path, project_dir: Path) -> dict:
+def run_phase(phase: str, data: Path, root: Path, project_dir: Path, tests: bool = True) -> dict:
     """In this process: scan floor and full build of one history, then the 1% batch on top."""
     from retrylake.spark import start_session
 
@@ -191,9 +194,9 @@ def run_phase(phase: str, data: Path, root: Path, project_dir: Path) -> dict:
     spark = start_session(lakehouse)
     scan_seconds, scanned = scan_floor(spark, lakehouse.landing)
     result: dict = {"scan_floor": {"seconds": round(scan_seconds, 1), "records": scanned}}
-    result["full_build"] = _timed_build(project_dir, lakehouse, full_refresh=True)
+    result["full_build"] = _timed_build(project_dir, lakehouse, full_refresh=True, tests=tests)
     _landing_with(lakehouse, data / "new", "new")
-    result["incremental_build"] = _timed_build(project_dir, lakehouse)
+    result["incremental_build"] = _timed_build(project_dir, lakehouse, tests=tests)
     result["parquet_files_per_mart"] = _parquet_files(lakehouse)
     result["driver_peak_rss_mb"] = _driver_peak_rss_mb(spark)
     return result
@@ -224,7 +227,7 @@ def _phase_figures(records: int, phase: dict) -> dict:
     }
 
 
-def bench(root: Path, records: int, seed: int, project_dir: Path) -> dict:
+def bench(root: Path, records: int, seed: int, project_dir: Path, tests: bool = True) -> dict:
     root.mkdir(parents=True, exist_ok=True)
     print(
         "retrylake bench: generating (cached after the first run) ...", file=sys.stderr, flush=True
@@ -246,6 +249,7 @@ def bench(root: Path, records: int, seed: int, project_dir: Path) -> dict:
                 str(root),
                 "--data",
                 str(data),
+                *([] if tests else ["--skip-tests"]),
             ],
             cwd=project_dir,
             capture_output=True,

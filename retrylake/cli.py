@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--project-dir", default=".", help="the dbt project (default: .)")
     bench.add_argument("--phase", choices=["small", "large"], help=argparse.SUPPRESS)
     bench.add_argument("--data", help=argparse.SUPPRESS)
+    bench.add_argument(
+        "--skip-tests", action="store_true", help="time the builds only, not the data tests"
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -172,9 +175,13 @@ def main(argv: list[str] | None = None) -> int:
 
         root, project_dir = Path(args.dir).resolve(), Path(args.project_dir).resolve()
         if args.phase:
-            result = bench.run_phase(args.phase, Path(args.data), root, project_dir)
+            result = bench.run_phase(
+                args.phase, Path(args.data), root, project_dir, tests=not args.skip_tests
+            )
         else:
-            result = bench.bench(root, args.records, args.seed, project_dir)
+            result = bench.bench(
+                root, args.records, args.seed, project_dir, tests=not args.skip_tests
+            )
         print(json.dumps(result, indent=None if args.phase else 2))
         return 0
     if args.command != "generate":

@@ -1,6 +1,7 @@
-{#- A lifecycle's `lifecycle_date` only moves earlier, when a late record shows an earlier
-    first delivery. Dynamic partition overwrite rewrites the partitions that receive rows, so a
-    partition whose lifecycles all moved away receives none and keeps their old rows. After a
+{#- A lifecycle's partition (`lifecycle_date`, `lifecycle_hour`) only moves earlier, when a late
+    record shows an earlier first delivery. Dynamic partition overwrite rewrites the partitions
+    that receive rows, so a partition whose lifecycles all moved away receives none and keeps
+    their old rows. After a
     fact mart is written, this post-hook finds such partitions (rows of lifecycles in this run's
     scope dated later than the lifecycle's first delivery in consume_attempts) and drops them.
     It needs no memory of the previous run, so a crash before it runs is mended by the next. -#}
@@ -8,31 +9,35 @@
     {%- if execute and is_incremental() -%}
         {%- set attempts = this if model.name == 'consume_attempts' else ref('consume_attempts') -%}
         {%- set scope = ref('int_lifecycle_scope') -%}
-        {#- A moved lifecycle's old and new dates are both among the scope's dates. -#}
+        {#- A moved lifecycle's old and new partitions are both in the scope. -#}
         {%- set stale_query -%}
-            with current_dates as (
+            with current_partitions as (
                 select
                     attempts.consumer_group,
                     attempts.msg_id,
-                    min(attempts.lifecycle_date) as lifecycle_date
+                    min({{ first_delivery_hour('attempts.lifecycle_date', 'attempts.lifecycle_hour') }})
+                        as first_delivery_hour
                 from {{ attempts }} as attempts
-                where {{ in_refresh_dates('attempts.lifecycle_date', scope) }}
+                where {{ in_refresh_partitions(scope, 'attempts.') }}
                 group by attempts.consumer_group, attempts.msg_id
             )
 
-            select distinct cast(written.lifecycle_date as string) as lifecycle_date
+            select distinct
+                cast(written.lifecycle_date as string) as lifecycle_date,
+                written.lifecycle_hour
             from {{ this }} as written
-            inner join current_dates
+            inner join current_partitions
                 on
-                    written.consumer_group = current_dates.consumer_group
-                    and written.msg_id = current_dates.msg_id
+                    written.consumer_group = current_partitions.consumer_group
+                    and written.msg_id = current_partitions.msg_id
             where
-                {{ in_refresh_dates('written.lifecycle_date', scope) }}
-                and written.lifecycle_date > current_dates.lifecycle_date
+                {{ in_refresh_partitions(scope, 'written.') }}
+                and {{ first_delivery_hour('written.lifecycle_date', 'written.lifecycle_hour') }}
+                > current_partitions.first_delivery_hour
         {%- endset -%}
-        {%- for stale_date in run_query(stale_query).columns[0].values() -%}
+        {%- for stale in run_query(stale_query).rows -%}
             {%- do run_query("alter table " ~ this ~ " drop if exists partition (lifecycle_date = '"
-                ~ stale_date ~ "')") -%}
+                ~ stale[0] ~ "', lifecycle_hour = " ~ stale[1] ~ ")") -%}
         {%- endfor -%}
     {%- endif -%}
     select 1
@@ -47,7 +52,9 @@
             from {{ this }} as stats
             left anti join {{ ref('message_lifecycles') }} as lifecycles
                 on stats.stat_date = lifecycles.lifecycle_date
-            where {{ in_refresh_dates('stats.stat_date', ref('int_lifecycle_scope')) }}
+            where {{ in_refresh_partitions(
+                ref('int_lifecycle_scope'), 'stats.', grain='day', date_column='stat_date'
+            ) }}
         {%- endset -%}
         {%- for stale_date in run_query(stale_query).columns[0].values() -%}
             {%- do run_query("alter table " ~ this ~ " drop if exists partition (stat_date = '"

@@ -1,3 +1,5 @@
+-- noqa: disable=LT02,LT05
+{#- (The noqa above: sqlfluff lays out these macros' Jinja branches as if they were one query.) -#}
 {#- How models read only the lifecycles in this run's refresh scope (int_lifecycle_scope). Models
     pass relations through ref(), so dbt still sees the dependencies. On a first or full-refresh
     build the scope is everything and no filter is applied. -#}
@@ -6,46 +8,65 @@
     {{ return(previous_fact_relation('message_lifecycles') is none) }}
 {% endmacro %}
 
-{#- A filter on a `lifecycle_date` column: the dates in `relation`. They are read first and
-    written as literals, so Spark prunes the fact marts' partitions while planning. A unit test's
-    fixture is a CTE, not a table: it gets the equivalent subquery. -#}
-{% macro in_refresh_dates(column, relation) -%}
+{#- A filter on the partition columns of a fact mart (`lifecycle_date`, `lifecycle_hour`, with
+    the table alias `prefix`): the partitions named in `relation`, or with grain 'day' their
+    whole days, on `date_column`. The partitions are read first and written as literals, so
+    Spark prunes while planning. A unit test's fixture is a CTE, not a table: it gets the
+    equivalent subquery. -#}
+{% macro in_refresh_partitions(relation, prefix='', grain='hour', date_column='lifecycle_date') -%}
+    {%- set date_column = prefix ~ date_column -%}
+    {%- set hour_column = prefix ~ 'lifecycle_hour' -%}
     {%- if '__dbt__cte__' in (relation | string) or not execute -%}
-        {{ column }} in (select lifecycle_date from {{ relation }})
-    {%- else -%}
-        {%- set dates = run_query("select distinct cast(lifecycle_date as string) from " ~ relation
-            ~ " where lifecycle_date is not null order by 1").columns[0].values() -%}
-        {%- if dates | length == 0 -%}
-            false
+        {%- if grain == 'day' -%}
+            {{ date_column }} in (select lifecycle_date from {{ relation }})
         {%- else -%}
-            {{ column }} in ({% for date in dates %}date'{{ date }}'{{ ", " if not loop.last }}{% endfor %})
+            ({{ date_column }}, {{ hour_column }}) in (select lifecycle_date, lifecycle_hour from {{ relation }})
+        {%- endif -%}
+    {%- else -%}
+        {%- set partitions = run_query("select cast(lifecycle_date as string), "
+            ~ "concat_ws(', ', sort_array(collect_set(lifecycle_hour))) from " ~ relation
+            ~ " where lifecycle_date is not null group by 1 order by 1").rows -%}
+        {%- if partitions | length == 0 -%}
+            false
+        {%- elif grain == 'day' -%}
+            {{ date_column }} in ({% for row in partitions %}date'{{ row[0] }}'{{ ", " if not loop.last }}{% endfor %})
+        {%- else -%}
+            ({% for row in partitions -%}
+                ({{ date_column }} = date'{{ row[0] }}' and {{ hour_column }} in ({{ row[1] }}))
+                {{- " or " if not loop.last }}
+            {%- endfor %})
         {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
 
 {#- The rows of a fact mart (`relation`) that belong to lifecycles in the scope: its partitions
-    on the scope's dates, which this run has just rewritten. -#}
-{% macro rows_in_refresh_scope(relation, scope) -%}
+    in the scope, which this run has just rewritten. With grain 'day', their whole days. -#}
+{% macro rows_in_refresh_scope(relation, scope, grain='hour') -%}
     select in_scope.*
     from {{ relation }} as in_scope
     where
     {%- if not execute or refresh_scope_is_everything() %} true
-    {%- else %} {{ in_refresh_dates('in_scope.lifecycle_date', scope) }}
+    {%- else %} {{ in_refresh_partitions(scope, 'in_scope.', grain) }}
     {%- endif %}
 {%- endmacro %}
 
 {#- The trace records (a typed staging view, `relation`) of lifecycles in the scope, matched on
-    `keys`. A lifecycle's records are stored on or after its lifecycle date, less the clock skew;
+    `keys`. A lifecycle's records are stored in or after its first delivery's hour, less the clock skew;
     `lookback_hours` widens that for records written earlier (a Pub). -#}
 {% macro records_in_refresh_scope(relation, scope, keys, lookback_hours) -%}
     select in_scope.*
     from {{ relation }} as in_scope
     {%- if execute and not refresh_scope_is_everything() %}
-        {%- set earliest = earliest_time(scope, 'lifecycle_date', 'true') %}
+        {%- set earliest = earliest_time(scope, first_delivery_hour('lifecycle_date', 'lifecycle_hour'), 'true') %}
         left semi join {{ scope }} as scope
             on {% for key in keys %}in_scope.{{ key }} = scope.{{ key }}{{ " and " if not loop.last }}{% endfor %}
         {%- if '__dbt__cte__' not in (scope | string) %}
         where in_scope.trace_stored_at >= {{ hours_before(earliest, lookback_hours) }}
         {%- endif %}
     {%- endif %}
+{%- endmacro %}
+
+{#- The start of a lifecycle's partition hour, as a timestamp. -#}
+{% macro first_delivery_hour(date_column, hour_column) -%}
+    timestamp_seconds(unix_seconds(timestamp({{ date_column }})) + 3600 * {{ hour_column }})
 {%- endmacro %}

@@ -117,7 +117,8 @@ final as (
         cost_ms,
         consume_started_at,
         case when has_result then result_ended_at end as consume_ended_at,
-        to_date(first_consume_at) as lifecycle_date
+        to_date(first_consume_at) as lifecycle_date,
+        hour(first_consume_at) as lifecycle_hour
     from sequenced
 )
 

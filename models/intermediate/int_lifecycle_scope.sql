@@ -1,8 +1,9 @@
 {#- The (group, message) lifecycles this run recomputes. The fact marts are partitioned by
-    `lifecycle_date` (the date of the first delivery), and a run rewrites whole partitions, so the
-    scope is every lifecycle in a partition that a touched lifecycle (int_touched_lifecycles) was
-    or will be in. Its dates are the partitions the fact marts rewrite and read back. Empty on a
-    first or full-refresh build, which recomputes everything. -#}
+    `lifecycle_date` and `lifecycle_hour` (the UTC date and hour of the first delivery), and a run
+    rewrites whole partitions, so the scope is every lifecycle in a partition that a touched
+    lifecycle (int_touched_lifecycles) was or will be in. Its (date, hour) pairs are the
+    partitions the fact marts rewrite and read back. Empty on a first or full-refresh build,
+    which recomputes everything. -#}
 {{ config(materialized='table', schema='meta') }}
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
 {%- set touched_lifecycles = ref('int_touched_lifecycles') %}
@@ -12,7 +13,8 @@
     select
         cast(null as string) as consumer_group,
         cast(null as string) as msg_id,
-        cast(null as date) as lifecycle_date
+        cast(null as date) as lifecycle_date,
+        cast(null as int) as lifecycle_hour
     where false
 
 {% else %}
@@ -27,9 +29,10 @@
         select
             consumer_group,
             msg_id,
-            lifecycle_date
+            lifecycle_date,
+            lifecycle_hour
         from {{ previous_lifecycles }}
-        where {{ in_refresh_dates('lifecycle_date', touched_lifecycles) }}
+        where {{ in_refresh_partitions(touched_lifecycles) }}
     ),
 
     final as (

@@ -29,7 +29,8 @@ delivery_summary as (
         max(consume_started_at) as last_consume_at,
         min(case when is_success then consume_ended_at end) as consumed_at,
         max(reconsume_times) as max_reconsume_times,
-        min(lifecycle_date) as lifecycle_date
+        min(lifecycle_date) as lifecycle_date,
+        min(lifecycle_hour) as lifecycle_hour
     from attempts
     group by consumer_group, msg_id
 ),
@@ -96,7 +97,8 @@ final as (
         unix_millis(judged.consumed_at) - unix_millis(judged.first_consume_at)
             as time_to_success_ms,
         published.published_at,
-        judged.lifecycle_date
+        judged.lifecycle_date,
+        judged.lifecycle_hour
     from judged
     left join published
         on judged.msg_id = published.msg_id

@@ -41,7 +41,8 @@ failed_deliveries as (
         reconsume_times,
         consume_ended_at as failed_at,
         next_consume_started_at,
-        lifecycle_date
+        lifecycle_date,
+        lifecycle_hour
     from sequenced
     where not is_success
 ),
@@ -137,7 +138,8 @@ final as (
             when decision in ('RETRY', 'LOCAL_RETRY')
                 then unix_millis(next_consume_started_at) - unix_millis(failed_at) - delay_ms
         end as redelivery_lag_ms,
-        lifecycle_date
+        lifecycle_date,
+        lifecycle_hour
     from timed
 )
 

@@ -1,5 +1,5 @@
-{#- The (group, message) lifecycles that something in this run changes, with the lifecycle_date
-    partitions they were and will be in:
+{#- The (group, message) lifecycles that something in this run changes, with the
+    (lifecycle_date, lifecycle_hour) partitions they were and will be in:
     - lifecycles with records loaded since the last complete run, or whose Pub arrived;
     - lifecycles waiting for a retry, which turn RETRY_OVERDUE as the watermark moves.
     Each lookup into the history is bounded by how far back the new records can reach (see
@@ -18,7 +18,8 @@
     select
         cast(null as string) as consumer_group,
         cast(null as string) as msg_id,
-        cast(null as date) as lifecycle_date
+        cast(null as date) as lifecycle_date,
+        cast(null as int) as lifecycle_hour
     where false
 
 {% else %}
@@ -33,6 +34,7 @@
             consumer_group,
             msg_id,
             lifecycle_date,
+            lifecycle_hour,
             final_state
         from {{ previous_lifecycles }}
     ),
@@ -113,7 +115,8 @@
         select
             previous_lifecycles.consumer_group,
             previous_lifecycles.msg_id,
-            previous_lifecycles.lifecycle_date
+            previous_lifecycles.lifecycle_date,
+            previous_lifecycles.lifecycle_hour
         from previous_lifecycles
         left semi join touched
             on
@@ -125,7 +128,8 @@
         select
             consumer_group,
             msg_id,
-            to_date(consume_started_at) as lifecycle_date
+            to_date(consume_started_at) as lifecycle_date,
+            hour(consume_started_at) as lifecycle_hour
         from new_sub_before
     )
 

@@ -21,7 +21,8 @@ final as (
         cost_ms,
         return_type,
         is_success,
-        lifecycle_date
+        lifecycle_date,
+        lifecycle_hour
     from attempts
 )
 

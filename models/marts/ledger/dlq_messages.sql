@@ -29,7 +29,8 @@ final as (
         dlq_decisions.entered_dlq_at,
         dlq_decisions.dlq_reason as reason,
         'PREDICTED' as evidence,
-        lifecycles.lifecycle_date
+        lifecycles.lifecycle_date,
+        lifecycles.lifecycle_hour
     from lifecycles
     inner join dlq_decisions
         on

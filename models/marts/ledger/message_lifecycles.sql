@@ -25,7 +25,8 @@ final as (
         dlq_at,
         next_delivery_expected_at,
         time_to_success_ms,
-        lifecycle_date
+        lifecycle_date,
+        lifecycle_hour
     from lifecycles
 )
 

@@ -32,7 +32,8 @@ final as (
         decisions.observed_redelivery_at,
         decisions.redelivery_lag_ms,
         decisions.entered_dlq_at,
-        decisions.lifecycle_date
+        decisions.lifecycle_date,
+        decisions.lifecycle_hour
     from decisions
     left join published
         on decisions.msg_id = published.msg_id
