@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # docs/spark-settings.md for the reasons.
 SPARK_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.shuffle.partitions": "4",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
