@@ -47,12 +47,22 @@ def connect(lakehouse: Lakehouse):
             f"no marts under {lakehouse.warehouse / MART_SCHEMA}; run `retrylake build` first"
         )
     connection = duckdb.connect()
+    connection.execute("set TimeZone = 'UTC'")
     for name, files in marts.items():
         listed = ", ".join("'" + str(path).replace("'", "''") + "'" for path in files)
-        connection.execute(
-            f'create view "{name}" as select * from read_parquet([{listed}], '
-            "hive_partitioning = true, union_by_name = true)"
-        )
+        source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
+        # Spark writes UTC instants (TIMESTAMP_MICROS), which DuckDB reads as TIMESTAMPTZ; every
+        # time in retrylake is UTC, so they are shown as plain UTC timestamps, as Spark shows them.
+        instants = [
+            column
+            for column, kind, *_ in connection.execute(
+                f"describe select * from {source}"
+            ).fetchall()
+            if kind == "TIMESTAMP WITH TIME ZONE"
+        ]
+        replaced = ", ".join(f'cast("{column}" as timestamp) as "{column}"' for column in instants)
+        columns = f"* replace ({replaced})" if instants else "*"
+        connection.execute(f'create view "{name}" as select {columns} from {source}')
     return connection
 
 
