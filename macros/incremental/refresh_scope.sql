@@ -70,3 +70,13 @@
 {% macro first_delivery_hour(date_column, hour_column) -%}
     timestamp_seconds(unix_seconds(timestamp({{ date_column }})) + 3600 * {{ hour_column }})
 {%- endmacro %}
+
+{#- The scope tables' columns and no rows: a first or full-refresh build recomputes everything. -#}
+{% macro no_lifecycles() -%}
+    select
+        cast(null as string) as consumer_group,
+        cast(null as string) as msg_id,
+        cast(null as date) as lifecycle_date,
+        cast(null as int) as lifecycle_hour
+    where false
+{%- endmacro %}

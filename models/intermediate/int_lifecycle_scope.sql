@@ -10,12 +10,7 @@
 
 {% if previous_lifecycles is none %}
 
-    select
-        cast(null as string) as consumer_group,
-        cast(null as string) as msg_id,
-        cast(null as date) as lifecycle_date,
-        cast(null as int) as lifecycle_hour
-    where false
+    {{ no_lifecycles() }}
 
 {% else %}
 

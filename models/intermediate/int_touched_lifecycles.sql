@@ -15,12 +15,7 @@
 
 {% if not incremental_run %}
 
-    select
-        cast(null as string) as consumer_group,
-        cast(null as string) as msg_id,
-        cast(null as date) as lifecycle_date,
-        cast(null as int) as lifecycle_hour
-    where false
+    {{ no_lifecycles() }}
 
 {% else %}
 
