@@ -13,6 +13,14 @@
     {{ return(result.columns[0].values()[0]) }}
 {% endmacro %}
 
+{#- How many of `relation`'s rows match `condition` (0 when not executing). -#}
+{% macro count_rows(relation, condition) %}
+    {%- if not execute or '__dbt__cte__' in (relation | string) -%}
+        {{ return(0) }}
+    {%- endif -%}
+    {{ return(run_query("select count(*) from " ~ relation ~ " where " ~ condition).columns[0].values()[0]) }}
+{% endmacro %}
+
 {#- `hours` before the instant `earliest` (an ISO string or date), as a timestamp literal. With no
     instant (nothing new), the bound lies in the future and the read is empty. -#}
 {% macro hours_before(earliest, hours) -%}

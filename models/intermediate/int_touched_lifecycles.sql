@@ -12,6 +12,7 @@
 {%- set sub_before = ref('stg_trace__sub_before') %}
 {%- set sub_after = ref('stg_trace__sub_after') %}
 {%- set pubs = ref('stg_trace__pub') %}
+{%- set records = ref('stg_trace__records') %}
 
 {% if not incremental_run %}
 
@@ -21,6 +22,9 @@
 
     {%- set earliest_new_result = earliest_time(sub_after, 'trace_stored_at', 'load_id > ' ~ processed) %}
     {%- set earliest_new_pub = earliest_time(pubs, 'published_at', 'load_id > ' ~ processed) %}
+    {#- The new records, and so the touched lifecycles, are few next to the history unless a run
+        catches up a large backlog: broadcast them, so the history is scanned but not shuffled. -#}
+    {%- set few_new = (count_rows(records, 'load_id > ' ~ processed) | int) < 2000000 %}
 
     with
 
@@ -75,7 +79,7 @@
 
         union
 
-        select
+        select {{ '/*+ broadcast(new_sub_after) */' if few_new }}
             recent_sub_before.consumer_group,
             recent_sub_before.msg_id
         from new_sub_after
@@ -87,7 +91,7 @@
         union
 
         -- A message is consumed after it is published.
-        select
+        select {{ '/*+ broadcast(new_pubs) */' if few_new }}
             previous_lifecycles.consumer_group,
             previous_lifecycles.msg_id
         from previous_lifecycles
@@ -107,7 +111,7 @@
     ),
 
     final as (
-        select
+        select {{ '/*+ broadcast(touched) */' if few_new }}
             previous_lifecycles.consumer_group,
             previous_lifecycles.msg_id,
             previous_lifecycles.lifecycle_date,
