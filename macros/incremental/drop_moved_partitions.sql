@@ -1,10 +1,10 @@
 {#- A lifecycle's partition (`lifecycle_date`, `lifecycle_hour`) only moves earlier, when a late
     record shows an earlier first delivery. Dynamic partition overwrite rewrites the partitions
     that receive rows, so a partition whose lifecycles all moved away receives none and keeps
-    their old rows. After a
-    fact mart is written, this post-hook finds such partitions (rows of lifecycles in this run's
-    scope dated later than the lifecycle's first delivery in consume_attempts) and drops them.
-    It needs no memory of the previous run, so a crash before it runs is mended by the next. -#}
+    their old rows. After a fact mart is written, this post-hook finds such partitions (rows of
+    lifecycles in this run's scope dated later than the lifecycle's first delivery in
+    consume_attempts) and drops them. It needs no memory of the previous run, so a crash before
+    it runs is mended by the next. -#}
 {% macro drop_moved_partitions() %}
     {%- if execute and is_incremental() -%}
         {%- set attempts = this if model.name == 'consume_attempts' else ref('consume_attempts') -%}
