@@ -136,8 +136,6 @@ def _parser() -> argparse.ArgumentParser:
         "--dir", default="bench", help="working folder; generated data is reused when present"
     )
     bench.add_argument("--project-dir", default=".", help="the dbt project (default: .)")
-    bench.add_argument("--phase", choices=["small", "large"], help=argparse.SUPPRESS)
-    bench.add_argument("--data", help=argparse.SUPPRESS)
     bench.add_argument(
         "--skip-tests", action="store_true", help="time the builds only, not the data tests"
     )
@@ -171,18 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         import json
 
-        from retrylake import bench
+        from retrylake.bench import bench
 
         root, project_dir = Path(args.dir).resolve(), Path(args.project_dir).resolve()
-        if args.phase:
-            result = bench.run_phase(
-                args.phase, Path(args.data), root, project_dir, tests=not args.skip_tests
-            )
-        else:
-            result = bench.bench(
-                root, args.records, args.seed, project_dir, tests=not args.skip_tests
-            )
-        print(json.dumps(result, indent=None if args.phase else 2))
+        result = bench(root, args.records, args.seed, project_dir, tests=not args.skip_tests)
+        print(json.dumps(result, indent=2))
         return 0
     if args.command != "generate":
         lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
@@ -247,13 +238,13 @@ def _duckdb_command(args: argparse.Namespace) -> int:
     lakehouse = Lakehouse.resolve(args.lakehouse, None)
     try:
         if args.command == "report":
-            from retrylake.report import render_report
+            from retrylake.analyst.report import render_report
 
             out = Path(args.out)
             out.write_text(render_report(lakehouse), encoding="utf-8")
             print(f"Wrote {out.resolve()}", file=sys.stderr)
         elif args.command == "dlq-export":
-            from retrylake.dlq_export import dlq_work_list, parse_since, render_work_list
+            from retrylake.analyst.dlq_export import dlq_work_list, parse_since, render_work_list
 
             columns, rows = dlq_work_list(
                 lakehouse,
@@ -268,7 +259,7 @@ def _duckdb_command(args: argparse.Namespace) -> int:
             else:
                 sys.stdout.write(text)
         else:
-            from retrylake.query import render, run_query
+            from retrylake.analyst.query import render, run_query
 
             columns, rows = run_query(lakehouse, args.sql)
             print(render(columns, rows, args.format))

@@ -76,8 +76,8 @@ def generate(args: argparse.Namespace) -> None:
     import datetime as dt
     import time
 
-    from retrylake.generator import GeneratorConfig
-    from retrylake.generator import generate as run_generator
+    from retrylake.sim.engine import GeneratorConfig
+    from retrylake.sim.engine import generate as run_generator
 
     start = dt.datetime.fromisoformat(args.start.replace("Z", "+00:00"))
     if start.tzinfo is None:
@@ -108,8 +108,8 @@ def generate(args: argparse.Namespace) -> None:
 def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> None:
     """Generate traffic for the project's consumer groups into a fresh landing zone, build it,
     print a per-group summary and check the marts against the generator's ground truth."""
-    from retrylake.generator import GeneratorConfig, read_ground_truth
-    from retrylake.generator import generate as run_generator
+    from retrylake.sim.engine import GeneratorConfig, read_ground_truth
+    from retrylake.sim.engine import generate as run_generator
 
     check_configuration(project_dir)
     with lakehouse.lock():

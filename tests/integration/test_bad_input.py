@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from retrylake import trace_format as tf
 from retrylake.commands import build
 from retrylake.lakehouse import Lakehouse
+from retrylake.sim import trace_format as tf
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import rows
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.charts import PALETTE
+from retrylake.analyst.charts import PALETTE
 from retrylake.cli import main
 from retrylake.commands import build
-from retrylake.generator import GeneratorConfig, generate, read_ground_truth
 from retrylake.lakehouse import Lakehouse
+from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import rows
 
@@ -175,8 +175,8 @@ def test_report_renders_every_chart_with_data_in_chromium(generated, lakehouse, 
 
 
 def test_sustained_failure_is_told_apart_from_sporadic_failure(generated, lakehouse):
-    from retrylake.query import connect
-    from retrylake.report import failure_patterns
+    from retrylake.analyst.query import connect
+    from retrylake.analyst.report import failure_patterns
 
     connection = connect(lakehouse)
     try:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from retrylake.commands import build, dbt
-from retrylake.generator import GeneratorConfig, generate
 from retrylake.lakehouse import Lakehouse
+from retrylake.sim.engine import GeneratorConfig, generate
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import table_snapshot
 

@@ -14,7 +14,7 @@ import pytest
 
 from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
-from retrylake.sample import GROUPS, write_sample
+from retrylake.sim.sample import GROUPS, write_sample
 from spark_udfs import DEFAULT_DELAY_LEVELS
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import retrylake_tables, rows, table_snapshot

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.sample import write_sample
+from retrylake.sim.sample import write_sample
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import free_port
 

@@ -9,7 +9,7 @@ import pytest
 
 from retrylake.config_check import check_configuration
 from retrylake.errors import ConfigError
-from retrylake.sample import write_seeds
+from retrylake.sim.sample import write_seeds
 from tests.conftest import PROJECT_DIR
 
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from retrylake.charts import bar_chart, line_chart
-from retrylake.dlq_export import parse_since, resend_command
+from retrylake.analyst.charts import bar_chart, line_chart
+from retrylake.analyst.dlq_export import parse_since, resend_command
 
 OFFSET_ID = "0A00000100002A9F00000000000F608B"
 

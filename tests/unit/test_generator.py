@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.generator import GeneratorConfig, generate, read_ground_truth
+from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
 from spark_udfs import decode_offset_msg_id, parse_message_properties
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from retrylake.analyst.query import render, run_query
 from retrylake.lakehouse import Lakehouse
-from retrylake.query import render, run_query
 
 
 def _write(path: Path, sql: str) -> None:

@@ -3,7 +3,7 @@ the decoders read back."""
 
 from __future__ import annotations
 
-from retrylake import trace_format as tf
+from retrylake.sim import trace_format as tf
 from spark_udfs import decode_offset_msg_id, decode_uniq_msg_id
 
 

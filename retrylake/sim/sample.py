@@ -10,9 +10,9 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrylake import trace_format as tf
-from retrylake.broker_rules import Group
-from retrylake.simulator import Lifecycle, Message, Simulator, hour_path, write_lines
+from retrylake.sim import trace_format as tf
+from retrylake.sim.rules import Group
+from retrylake.sim.simulator import Lifecycle, Message, Simulator, hour_path, write_lines
 from spark_udfs import DEFAULT_DELAY_LEVELS
 
 START_MS = int(dt.datetime(2026, 3, 1, 22, 0, tzinfo=dt.UTC).timestamp() * 1000)
@@ -221,6 +221,6 @@ def write_sample(landing: Path) -> SampleSet:
 
 def write_seeds(seeds: Path) -> None:
     """Write the consumer-group and delay-level seeds matching the sample."""
-    from retrylake.generator import write_seed_files
+    from retrylake.sim.engine import write_seed_files
 
     write_seed_files(seeds, list(GROUPS.values()), {"*": DEFAULT_DELAY_LEVELS, **DELAY_LEVELS})

@@ -1,9 +1,9 @@
 """`retrylake bench`: generate trace data of a given size and measure, in one run, the scan
 floor, a full build, an incremental build of 1% new records, and the same incremental build on a
-10x larger history. Prints one JSON object. A benchmark, not a test: it asserts nothing.
+10x larger history. A benchmark, not a test: it asserts nothing.
 
 Each lakehouse has its own Derby metastore, and a process has one SparkSession, so the two
-histories are measured in two child processes (`retrylake bench --phase ...`).
+histories are measured in two child processes (`python -m retrylake.bench`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from retrylake.generator import GeneratorConfig, generate
 from retrylake.lakehouse import Lakehouse
+from retrylake.sim.engine import GeneratorConfig, generate
 
 # Generated traffic averages about 4.6 trace records per published message.
 RECORDS_PER_MESSAGE = 4.6
@@ -241,14 +241,14 @@ def bench(root: Path, records: int, seed: int, project_dir: Path, tests: bool = 
             [
                 sys.executable,
                 "-m",
-                "retrylake",
-                "bench",
-                "--phase",
+                "retrylake.bench",
                 phase,
                 "--dir",
                 str(root),
                 "--data",
                 str(data),
+                "--project-dir",
+                str(project_dir),
                 *([] if tests else ["--skip-tests"]),
             ],
             cwd=project_dir,

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from retrylake import trace_format as tf
-from retrylake.broker_rules import CONSUME_TIMEOUT_MS, Decision, Group, decide
 from retrylake.config_check import GROUP_COLUMNS
+from retrylake.sim import trace_format as tf
+from retrylake.sim.rules import CONSUME_TIMEOUT_MS, Decision, Group, decide
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 HOUR_MS = 3_600_000
@@ -747,7 +747,7 @@ def generate(
     without it, the sample deployment is used. Groups in ``unseeded_groups`` are simulated but
     left out of the written seed, so that the build must assume RocketMQ's defaults for them.
     """
-    from retrylake.sample import DELAY_LEVELS, GROUPS
+    from retrylake.sim.sample import DELAY_LEVELS, GROUPS
 
     if seeds_dir is not None:
         groups = read_groups(seeds_dir / "consumer_groups.csv")

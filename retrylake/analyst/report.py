@@ -10,9 +10,9 @@ import datetime as dt
 from dataclasses import dataclass
 from html import escape
 
-from retrylake.charts import bar_chart, line_chart
+from retrylake.analyst.charts import bar_chart, line_chart
+from retrylake.analyst.query import connect
 from retrylake.lakehouse import Lakehouse
-from retrylake.query import connect
 
 # Flow control, not sporadic failure: a consumer that returns RECONSUME_LATER while a dependency
 # is down fails most deliveries for a sustained stretch, and fails them whatever the message:

@@ -13,8 +13,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrylake import trace_format as tf
-from retrylake.broker_rules import CONSUME_TIMEOUT_MS, Group, decide
+from retrylake.sim import trace_format as tf
+from retrylake.sim.rules import CONSUME_TIMEOUT_MS, Group, decide
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 SUCCESS_OUTCOMES = {"SUCCESS": "SUCCESS", "SLOW_SUCCESS": "TIME_OUT"}

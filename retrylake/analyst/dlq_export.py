@@ -16,8 +16,8 @@ import io
 import json
 import shlex
 
+from retrylake.analyst.query import connect
 from retrylake.lakehouse import Lakehouse
-from retrylake.query import connect
 
 EXPORT_COLUMNS = (
     "consumer_group",
