@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from retrylake.lakehouse import Lakehouse, LakehouseBusyError
+from retrylake.errors import RetrylakeError, UsageError
+from retrylake.lakehouse import Lakehouse
+from retrylake.spark import spark_settings
 
 
 def _add_lakehouse_arg(parser: argparse.ArgumentParser) -> None:
@@ -163,113 +168,151 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every failure a user can act on ends here as one line on stderr."""
     args = _parser().parse_args(argv)
-    if args.command in ("query", "report", "dlq-export"):
-        return _duckdb_command(args)
-    if args.command == "bench":
-        import json
-
-        from retrylake.bench import bench
-
-        root, project_dir = Path(args.dir).resolve(), Path(args.project_dir).resolve()
-        result = bench(root, args.records, args.seed, project_dir, tests=not args.skip_tests)
-        print(json.dumps(result, indent=2))
-        return 0
-    if args.command != "generate":
-        lakehouse = Lakehouse.resolve(args.lakehouse, args.landing)
-        project_dir = Path(getattr(args, "project_dir", ".")).resolve()
     try:
-        if hasattr(args, "master"):
-            from retrylake.spark import spark_settings
-
-            master, spark_conf = spark_settings(args.master, args.conf)
-        if args.command == "serve":
-            from retrylake.server import serve
-
-            serve(lakehouse, host=args.host, port=args.port, master=master, spark_conf=spark_conf)
-        elif args.command == "build":
-            from retrylake.commands import build
-
-            build(
-                project_dir,
-                lakehouse,
-                full_refresh=args.full_refresh,
-                select=args.select,
-                exclude=args.exclude,
-                master=master,
-                spark_conf=spark_conf,
-            )
-        elif args.command == "dbt":
-            from retrylake.commands import dbt
-
-            dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
-            if not dbt_args:
-                print(
-                    "retrylake dbt: give a dbt command, e.g. retrylake dbt -- test", file=sys.stderr
-                )
-                return 2
-            dbt(project_dir, lakehouse, dbt_args, master=master, spark_conf=spark_conf)
-        elif args.command == "generate":
-            from retrylake.commands import generate
-
-            generate(args)
-        elif args.command == "demo":
-            from retrylake.commands import demo
-
-            demo(project_dir, lakehouse, messages=args.messages)
-    except LakehouseBusyError as error:
-        print(f"retrylake: {error}", file=sys.stderr)
-        return 3
-    except Exception as error:  # one clear line for the user; dbt already printed its details
-        from retrylake.errors import user_facing
-
-        message = user_facing(error)
-        if message is None:
+        COMMANDS[args.command](args)
+    except RetrylakeError as error:
+        return _fail(error.message(), error.exit_code)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except OSError as error:  # a file or folder that cannot be read or written
+        return _fail(str(error), 1)
+    except Exception as error:  # a bug: one line, and the traceback on request
+        if os.environ.get("RETRYLAKE_DEBUG"):
             raise
-        print(f"retrylake: {message}", file=sys.stderr)
-        return 1
+        return _fail(
+            f"internal error: {type(error).__name__}: {error} "
+            "(run again with RETRYLAKE_DEBUG=1 for the traceback, and report it)",
+            1,
+        )
     return 0
 
 
-def _duckdb_command(args: argparse.Namespace) -> int:
-    """The commands that read the marts' parquet files with DuckDB, without Java."""
-    import duckdb
+def _fail(message: str, code: int) -> int:
+    print(f"retrylake: {message}", file=sys.stderr)
+    return code
 
-    lakehouse = Lakehouse.resolve(args.lakehouse, None)
-    try:
-        if args.command == "report":
-            from retrylake.analyst.report import render_report
 
-            out = Path(args.out)
-            out.write_text(render_report(lakehouse), encoding="utf-8")
-            print(f"Wrote {out.resolve()}", file=sys.stderr)
-        elif args.command == "dlq-export":
-            from retrylake.analyst.dlq_export import dlq_work_list, parse_since, render_work_list
+def _project_dir(args: argparse.Namespace) -> Path:
+    return Path(args.project_dir).resolve()
 
-            columns, rows = dlq_work_list(
-                lakehouse,
-                groups=args.group,
-                since=parse_since(args.since) if args.since else None,
-                namesrv=args.namesrv,
-            )
-            text = render_work_list(columns, rows, args.format)
-            if args.out:
-                Path(args.out).write_text(text, encoding="utf-8")
-                print(f"Wrote {len(rows):,} DLQ messages to {args.out}", file=sys.stderr)
-            else:
-                sys.stdout.write(text)
-        else:
-            from retrylake.analyst.query import render, run_query
 
-            columns, rows = run_query(lakehouse, args.sql)
-            print(render(columns, rows, args.format))
-    except (FileNotFoundError, ValueError) as error:  # no marts yet, or a bad --since
-        print(f"retrylake {args.command}: {error}", file=sys.stderr)
-        return 1 if isinstance(error, FileNotFoundError) else 2
-    except duckdb.Error as error:  # DuckDB's message says what is wrong with the SQL
-        print(f"retrylake {args.command}: {error}", file=sys.stderr)
-        return 2
-    return 0
+def _lakehouse(args: argparse.Namespace) -> Lakehouse:
+    return Lakehouse.resolve(args.lakehouse, getattr(args, "landing", None))
+
+
+def _spark(args: argparse.Namespace) -> dict:
+    master, spark_conf = spark_settings(args.master, args.conf)
+    return {"master": master, "spark_conf": spark_conf}
+
+
+def _build(args: argparse.Namespace) -> None:
+    from retrylake.commands import build
+
+    build(
+        _project_dir(args),
+        _lakehouse(args),
+        full_refresh=args.full_refresh,
+        select=args.select,
+        exclude=args.exclude,
+        **_spark(args),
+    )
+
+
+def _dbt(args: argparse.Namespace) -> None:
+    from retrylake.commands import dbt
+
+    dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
+    if not dbt_args:
+        raise UsageError("give a dbt command, e.g. retrylake dbt -- test")
+    dbt(_project_dir(args), _lakehouse(args), dbt_args, **_spark(args))
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from retrylake.server import serve
+
+    serve(_lakehouse(args), host=args.host, port=args.port, **_spark(args))
+
+
+def _generate(args: argparse.Namespace) -> None:
+    from retrylake.commands import generate
+
+    generate(
+        out=Path(args.out),
+        messages=args.messages,
+        seed=args.seed,
+        start=args.start,
+        hours=args.hours,
+        client_versions=args.client_versions,
+        dlq_export=args.dlq_export,
+        seeds=Path(args.seeds) if args.seeds else None,
+        compression=args.compression,
+    )
+
+
+def _demo(args: argparse.Namespace) -> None:
+    from retrylake.commands import demo
+
+    demo(_project_dir(args), _lakehouse(args), messages=args.messages)
+
+
+def _bench(args: argparse.Namespace) -> None:
+    from retrylake.bench import bench
+
+    result = bench(
+        Path(args.dir).resolve(),
+        args.records,
+        args.seed,
+        _project_dir(args),
+        tests=not args.skip_tests,
+    )
+    print(json.dumps(result, indent=2))
+
+
+def _query(args: argparse.Namespace) -> None:
+    from retrylake.analyst.query import render, run_query
+
+    columns, rows = run_query(_lakehouse(args), args.sql)
+    print(render(columns, rows, args.format))
+
+
+def _report(args: argparse.Namespace) -> None:
+    from retrylake.analyst.report import render_report
+
+    out = Path(args.out)
+    out.write_text(render_report(_lakehouse(args)), encoding="utf-8")
+    print(f"Wrote {out.resolve()}", file=sys.stderr)
+
+
+def _dlq_export(args: argparse.Namespace) -> None:
+    from retrylake.analyst.dlq_export import dlq_work_list, parse_since, render_work_list
+
+    columns, rows = dlq_work_list(
+        _lakehouse(args),
+        groups=args.group,
+        since=parse_since(args.since) if args.since else None,
+        namesrv=args.namesrv,
+    )
+    text = render_work_list(columns, rows, args.format)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"Wrote {len(rows):,} DLQ messages to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "build": _build,
+    "dbt": _dbt,
+    "serve": _serve,
+    "generate": _generate,
+    "demo": _demo,
+    "bench": _bench,
+    "query": _query,
+    "report": _report,
+    "dlq-export": _dlq_export,
+}
 
 
 if __name__ == "__main__":

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
 
 from retrylake.config_check import check_configuration
 from retrylake.dbt_runner import run_dbt
+from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
 from retrylake.spark import start_session
 
@@ -26,6 +26,7 @@ def build(
     """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
     is checked before any change."""
     check_configuration(project_dir)
+    lakehouse.check_landing_exists()
     command = ["build"]
     if full_refresh:
         command.append("--full-refresh")
@@ -34,6 +35,7 @@ def build(
     if exclude:
         command += ["--exclude", *exclude]
     with lakehouse.lock():
+        lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
         run_dbt(command, project_dir, lakehouse)
 
@@ -49,7 +51,9 @@ def dbt(
     """Any dbt command, on the same session and with the same UDFs as `build`."""
     if args[0] in ("build", "run", "seed"):
         check_configuration(project_dir)
+    lakehouse.check_landing_exists()
     with lakehouse.lock():
+        lakehouse.claim_landing(full_refresh="--full-refresh" in args)
         start_session(lakehouse, master, spark_conf)
         run_dbt(args, project_dir, lakehouse)
 
@@ -71,32 +75,55 @@ order by consumer_group
 """
 
 
-def generate(args: argparse.Namespace) -> None:
+def generate(
+    *,
+    out: Path,
+    messages: int,
+    seed: int,
+    start: str,
+    hours: float,
+    client_versions: list[str],
+    dlq_export: bool,
+    seeds: Path | None,
+    compression: str,
+) -> None:
     """`retrylake generate`: write simulated traffic and report its throughput."""
     import datetime as dt
     import time
 
     from retrylake.sim.engine import GeneratorConfig
     from retrylake.sim.engine import generate as run_generator
+    from retrylake.sim.trace_format import CLIENT_VERSIONS
 
-    start = dt.datetime.fromisoformat(args.start.replace("Z", "+00:00"))
-    if start.tzinfo is None:
-        start = start.replace(tzinfo=dt.UTC)
-    versions = tuple(v for value in args.client_versions for v in value.split(",") if v)
+    try:
+        started = dt.datetime.fromisoformat(start.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--start {start!r} is not an ISO 8601 time, e.g. 2026-03-01T00:00:00Z"
+        ) from None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=dt.UTC)
+    versions = tuple(v for value in client_versions for v in value.split(",") if v)
+    unknown = [version for version in versions if version not in CLIENT_VERSIONS]
+    if unknown:
+        raise UsageError(
+            f"--client-versions: unknown {', '.join(unknown)}; "
+            f"choose from {', '.join(CLIENT_VERSIONS)}"
+        )
+    if messages < 0 or hours <= 0:
+        raise UsageError("--messages must be 0 or more and --hours more than 0")
     config = GeneratorConfig(
-        out=Path(args.out).resolve(),
-        messages=args.messages,
-        seed=args.seed,
-        start_ms=int(start.timestamp() * 1000),
-        hours=args.hours,
+        out=out.resolve(),
+        messages=messages,
+        seed=seed,
+        start_ms=int(started.timestamp() * 1000),
+        hours=hours,
         client_versions=versions,
-        dlq_export=args.dlq_export,
-        compression=args.compression,
+        dlq_export=dlq_export,
+        compression=compression,
     )
     began = time.perf_counter()
-    stats = run_generator(
-        config, seeds_dir=Path(args.seeds) if args.seeds else None, progress=sys.stderr.isatty()
-    )
+    stats = run_generator(config, seeds_dir=seeds, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - began
     print(
         f"Wrote {stats.records:,} trace records in {stats.trace_messages:,} trace messages "
@@ -113,6 +140,7 @@ def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> No
 
     check_configuration(project_dir)
     with lakehouse.lock():
+        lakehouse.claim_landing(full_refresh=True)
         if lakehouse.landing.exists():
             shutil.rmtree(lakehouse.landing)
         stats = run_generator(

@@ -6,11 +6,8 @@ import json
 import os
 from pathlib import Path
 
+from retrylake.errors import DbtFailedError
 from retrylake.lakehouse import Lakehouse
-
-
-class DbtFailedError(RuntimeError):
-    """dbt reported a failure; its own output already shows which node and why."""
 
 
 def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> list[str]:

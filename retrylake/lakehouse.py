@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-
-class LakehouseBusyError(RuntimeError):
-    """Another retrylake process holds the lakehouse (the Derby metastore admits one)."""
+from retrylake.errors import LakehouseBusyError, LandingError
 
 
 @dataclass(frozen=True)
@@ -54,6 +52,38 @@ class Lakehouse:
     @property
     def dbt_logs(self) -> Path:
         return self.root / "dbt" / "logs"
+
+    @property
+    def landing_record(self) -> Path:
+        """Which landing the lakehouse is built from: its staging tables hold that folder's
+        files by name, so another folder would be read as new data on top of them."""
+        return self.root / "landing-source.txt"
+
+    def check_landing_exists(self) -> None:
+        """A landing folder that was named must exist; only the default one is created."""
+        named = self.landing_url is None and self.landing != self.root / "landing"
+        if named and not self.landing.is_dir():
+            raise LandingError(
+                f"the landing folder {self.landing} does not exist; check --landing "
+                "(or $RETRYLAKE_LANDING)"
+            )
+
+    def claim_landing(self, *, full_refresh: bool) -> None:
+        """Record this run's landing, refusing a different one unless the run rebuilds everything.
+
+        Call it holding the lock, before the run starts. A lakehouse without a record takes the
+        landing it is given.
+        """
+        record = self.landing_record
+        built_from = record.read_text().strip() if record.exists() else ""
+        if built_from and built_from != self.landing_location and not full_refresh:
+            raise LandingError(
+                f"the lakehouse {self.root} was built from the landing {built_from}, not "
+                f"{self.landing_location}; pass --landing {built_from} to build on it, or "
+                "--full-refresh to rebuild it from the new landing"
+            )
+        self.root.mkdir(parents=True, exist_ok=True)
+        record.write_text(self.landing_location + "\n")
 
     def prepare(self) -> None:
         folders = [self.root, self.warehouse]

@@ -12,15 +12,12 @@ import socket
 import sys
 import threading
 
+from retrylake.errors import PortInUseError
 from retrylake.lakehouse import Lakehouse
 from retrylake.spark import start_session
 
 # The session conf key `register_landing_sources` reads when dbt is given no landing path.
 LANDING_CONF_KEY = "retrylake.landing_path"
-
-
-class PortInUseError(RuntimeError):
-    """The requested address is taken; nothing was started."""
 
 
 def check_port_free(host: str, port: int) -> None:

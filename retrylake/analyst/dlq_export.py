@@ -17,6 +17,7 @@ import json
 import shlex
 
 from retrylake.analyst.query import connect
+from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
 
 EXPORT_COLUMNS = (
@@ -42,7 +43,7 @@ def parse_since(value: str) -> dt.datetime:
     try:
         parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(
+        raise UsageError(
             f"--since {value!r} is not a date or time; use ISO 8601, e.g. 2026-03-01 or "
             "2026-03-01T06:00:00Z"
         ) from None

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from retrylake.errors import NoMartsError, UsageError
 from retrylake.lakehouse import Lakehouse
 
 MART_SCHEMA = "retrylake.db"
@@ -43,7 +44,7 @@ def connect(lakehouse: Lakehouse):
 
     marts = mart_files(lakehouse)
     if not marts:
-        raise FileNotFoundError(
+        raise NoMartsError(
             f"no marts under {lakehouse.warehouse / MART_SCHEMA}; run `retrylake build` first"
         )
     connection = duckdb.connect()
@@ -67,11 +68,15 @@ def connect(lakehouse: Lakehouse):
 
 
 def run_query(lakehouse: Lakehouse, sql: str) -> tuple[list[str], list[tuple]]:
+    import duckdb
+
     connection = connect(lakehouse)
     try:
         cursor = connection.execute(sql)
         columns = [column[0] for column in cursor.description]
         return columns, cursor.fetchall()
+    except duckdb.Error as error:  # DuckDB's message says what is wrong with the SQL
+        raise UsageError(f"query failed: {error}") from None
     finally:
         connection.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -84,3 +85,63 @@ def test_demo_generates_builds_and_agrees_with_its_ground_truth(project: Path, t
     )
     agreeing, total = agreement.split(": ")[1].split(" of ")
     assert agreeing == total.split()[0] and int(agreeing.replace(",", "")) > 400
+
+
+# Day-one mistakes stop before dbt or Spark starts: one line, no traceback, seconds not minutes.
+
+
+def _one_line_failure(result: subprocess.CompletedProcess, code: int = 1) -> str:
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("retrylake: "), result.stderr
+    return lines[0]
+
+
+def test_a_landing_folder_that_does_not_exist_is_named(project: Path, tmp_path: Path):
+    lakehouse = tmp_path / "lakehouse"
+    missing = tmp_path / "no-such-landing"
+    result = retrylake(
+        "build", "--lakehouse", str(lakehouse), "--landing", str(missing), cwd=project, timeout=60
+    )
+    line = _one_line_failure(result)
+    assert str(missing) in line and "--landing" in line
+    assert not (lakehouse / "metastore_db").exists()
+
+
+def test_a_missing_landing_from_the_environment_stops_dbt_too(project: Path, tmp_path: Path):
+    missing = tmp_path / "gone"
+    result = subprocess.run(
+        [sys.executable, "-m", "retrylake", "dbt", "--lakehouse", str(tmp_path / "l"), "--", "run"],
+        cwd=project,
+        env={**os.environ, "RETRYLAKE_LANDING": str(missing)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert str(missing) in _one_line_failure(result)
+
+
+@pytest.mark.parametrize("command", [["build"], ["dbt", "--", "run"]])
+def test_another_landing_than_the_lakehouse_was_built_from_is_refused(
+    project: Path, tmp_path: Path, command: list[str]
+):
+    built_from, other = tmp_path / "landing-a", tmp_path / "landing-b"
+    built_from.mkdir()
+    other.mkdir()
+    lakehouse = Lakehouse(tmp_path / "lakehouse", built_from)
+    lakehouse.claim_landing(full_refresh=True)  # what the first build recorded
+    where = ["--lakehouse", str(lakehouse.root), "--landing", str(other)]
+    result = retrylake(command[0], *where, *command[1:], cwd=project, timeout=60)
+    line = _one_line_failure(result)
+    assert str(built_from) in line and str(other) in line and "--full-refresh" in line
+    assert not lakehouse.metastore.exists()
+    assert lakehouse.landing_record.read_text().strip() == str(built_from)
+
+
+def test_a_usage_error_is_one_line_with_code_2(project: Path, tmp_path: Path):
+    result = retrylake("dbt", "--lakehouse", str(tmp_path / "l"), cwd=project, timeout=60)
+    assert "retrylake dbt -- test" in _one_line_failure(result, code=2)
+    result = retrylake("query", "--lakehouse", str(tmp_path / "l"), "select 1", cwd=project)
+    assert "retrylake build" in _one_line_failure(result, code=1)

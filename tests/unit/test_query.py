@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from retrylake.analyst.query import render, run_query
+from retrylake.errors import NoMartsError
 from retrylake.lakehouse import Lakehouse
 
 
@@ -65,5 +66,5 @@ def test_formats(lakehouse: Lakehouse):
 
 
 def test_a_lakehouse_without_marts_says_to_build_first(tmp_path: Path):
-    with pytest.raises(FileNotFoundError, match="retrylake build"):
+    with pytest.raises(NoMartsError, match="retrylake build"):
         run_query(Lakehouse(tmp_path, tmp_path / "landing"), "select 1")
