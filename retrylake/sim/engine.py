@@ -1,13 +1,16 @@
-"""`retrylake generate`: simulated RocketMQ traffic written as a landing zone, with ground truth.
+"""The one simulation of a RocketMQ deployment, behind `retrylake generate`, the demo, the bench
+and the hand-written sample: simulated traffic written as a landing zone, with ground truth.
 
-A deployment of topics, producer groups and consumer groups runs as one discrete-event
-simulation in time order. Consumers take due messages in consume requests (batches), fail them
-by the failure models below, and the broker rules of `broker_rules.decide` schedule the
-redeliveries. Every client writes its trace records through a dispatcher that batches them into
-trace messages the way AsyncTraceDispatcher does, and the trace messages land in hourly files,
-with the transport faults of a real export: duplicates, late lines, a few malformed lines.
+Topics, producer groups and consumer groups run as one discrete-event simulation in time order.
+Consumers take due messages in consume requests (batches), and the broker rules of
+`rules.decide` schedule the redeliveries. Every client writes its trace records through a
+dispatcher that batches them into trace messages the way AsyncTraceDispatcher does, and the
+trace messages land in hourly files. What the world does (which message is published when, which
+delivery fails, how late a redelivery comes, which trace message is duplicated or cut short) is
+the `Traffic`'s choice: `RandomTraffic` here for `retrylake generate`, a fixed script for the
+sample (`sample.py`).
 
-Failure models, per consumer group:
+RandomTraffic's failure models, per consumer group:
 - transient failures whose chance halves with each retry;
 - poison messages that always fail, so they reach the DLQ (or are dropped, or retried locally);
 - an outage window in which the group fails everything with RECONSUME_LATER: the flow-control
@@ -35,9 +38,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from retrylake.config_check import GROUP_COLUMNS
+from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import trace_format as tf
 from retrylake.sim.rules import CONSUME_TIMEOUT_MS, Decision, Group, decide
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
@@ -47,8 +51,9 @@ MAX_BODY_CHARS = 128_000 - 10_000  # AsyncTraceDispatcher flushes a segment at t
 DISPATCH_WINDOW_MS = 500  # ... or when its first record is this old
 REQUEST_WINDOW_MS = 20  # due messages a consumer gathers into one consume request
 SCHEDULE_POLL_MS = 100  # ScheduleMessageService polls each level every 100 ms
-RETRY_OVERDUE_GRACE_MS = 300_000  # dbt var retry_overdue_grace_seconds
 FAILURE_KINDS = (("EXCEPTION", 0.5), ("FAILED", 0.4), ("RETURNNULL", 0.1))
+STORE_HOST = "10.0.0.1:10911"
+REGION = "DefaultRegion"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class Behaviour:
     slow: float = 0.0005  # share of successes that take longer than the consume timeout
     outage: tuple[float, float] | None = None  # (start, end) as fractions of the run
     offline_from: float | None = None  # fraction of the run after which it consumes nothing
+    request_window_ms: int = REQUEST_WINDOW_MS  # how long a consume request gathers messages
 
 
 TOPICS = (
@@ -94,6 +100,30 @@ BEHAVIOURS = {
     "search-indexer": Behaviour(("catalog", "stock"), batch_size=4, transient=0.05, slow=0.02),
     "notification-push": Behaviour(("notify",), transient=0.08, poison=0.01, offline_from=0.8),
 }
+
+
+# The demo's deployment: the groups of seeds/consumer_groups.csv (a unit test keeps them in step)
+# and one group missing from the seed, whose settings the build must assume.
+GROUPS = {
+    group.name: group
+    for group in (
+        Group("order-service", broker_cluster="DefaultCluster"),
+        Group("inventory-sync", max_reconsume_times=3, broker_cluster="DefaultCluster"),
+        Group(
+            "payment-ledger",
+            consume_mode="ORDERLY",
+            max_reconsume_times=3,
+            broker_cluster="DefaultCluster",
+        ),
+        Group("cache-invalidator", message_model="BROADCASTING", broker_cluster="DefaultCluster"),
+        Group("audit-archiver", retry_queue_nums=0, broker_cluster="DefaultCluster"),
+        Group("bulk-importer", max_reconsume_times=20, broker_cluster="DefaultCluster"),
+        Group("search-indexer", broker_cluster="fast-cluster"),
+        Group("fraud-check", delay_level_when_next_consume=-1, broker_cluster="DefaultCluster"),
+        Group("notification-push", in_seed=False),
+    )
+}
+DELAY_LEVELS = {"*": DEFAULT_DELAY_LEVELS, "fast-cluster": "5s 8s"}
 
 
 @dataclass(frozen=True)
@@ -121,18 +151,42 @@ class Published:
     tags: str | None
     keys: str | None
     born_ms: int
+    traced: bool = True  # whether the producer wrote a Pub trace
+
+
+@dataclass
+class Delivery:
+    """One delivery, as the trace and the rules tell it; kept only when history is asked for."""
+
+    request_id: str
+    reconsume_times: int
+    started_ms: int
+    ended_ms: int | None = None
+    return_type: str | None = None
+    success: bool | None = None
+    decision: str | None = None
+    delay_level: int | None = None
+    delay_ms: int | None = None
+    expected_redelivery_ms: int | None = None
+    entered_dlq_ms: int | None = None
 
 
 @dataclass
 class Lifecycle:
-    group: int
+    """One message's life in one consumer group."""
+
+    index: int  # the group's position in the engine's groups
+    group: str
     message: Published
-    poisoned: bool
+    poisoned: bool = False
+    script: tuple[str, ...] = ()  # the outcome of each delivery, for scripted traffic
     deliveries: int = 0
     reconsume_times: int = 0
     expected_ms: int | None = None  # when the rules say the pending redelivery is due
     in_flight: bool = False
     previous_level: int | None = None  # the last schedule hop's level, for DLQ copies
+    history: list[Delivery] | None = None
+    state: str | None = None  # the final state, once the engine has judged it
 
 
 @dataclass
@@ -155,6 +209,38 @@ class Stats:
     dlq_messages: int = 0
     watermark_ms: int = 0
     states: dict[str, int] = field(default_factory=dict)
+
+
+class Traffic(Protocol):
+    """What the world does; the engine does the rest. Each method is asked in event order, so a
+    seeded implementation gives the same bytes every time."""
+
+    def begin(self, engine: Engine) -> None:
+        """Schedule the first events."""
+
+    def on_publish(self, engine: Engine, at: int, index: int) -> None:
+        """A scheduled publication is due."""
+
+    def offline(self, engine: Engine, at: int, lifecycle: Lifecycle) -> bool:
+        """Whether the group takes no delivery at ``at`` (the message keeps waiting)."""
+
+    def outcome(self, engine: Engine, at: int, request: Request) -> str:
+        """SUCCESS, SLOW_SUCCESS, FAILED, EXCEPTION, RETURNNULL or IN_FLIGHT (no result)."""
+
+    def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
+        """How long the listener takes for the whole request."""
+
+    def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
+        """How long after it is due a redelivery reaches the consumer."""
+
+    def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
+        """A DLQ copy's commit-log step, and whether its properties are a map or a string."""
+
+    def store_delay(self, engine: Engine) -> int:
+        """How long a trace message takes to be stored."""
+
+    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+        """Write a trace message's landing line(s), with whatever transport faults."""
 
 
 class HourlyFiles:
@@ -245,12 +331,31 @@ class Dispatcher:
         return trace_id, keys, body
 
 
-class Generator:
-    def __init__(self, config: GeneratorConfig, groups: list[Group], delay_levels: dict[str, str]):
-        self.config = config
-        self.rng = random.Random(config.seed)
+class Engine:
+    """The simulation: events in time order, the rules, the trace dispatchers, the hourly files,
+    the ground truth, and the final judgement of lifecycles still open at the end."""
+
+    _PUBLISH, _DELIVER, _FLUSH = 0, 1, 2
+
+    def __init__(
+        self,
+        *,
+        out: Path,
+        groups: list[Group],
+        delay_levels: dict[str, str],
+        behaviours: list[Behaviour],
+        client_versions: list[tf.ClientVersion],
+        traffic: Traffic,
+        start_ms: int,
+        end_ms: int,
+        compression: str = "mixed",
+        dlq_export: bool = False,
+        keep_history: bool = False,
+    ) -> None:
         self.groups = groups
-        self.behaviours = [behaviour_for(group.name) for group in groups]
+        self.behaviours = behaviours
+        self.group_versions = client_versions
+        self.traffic = traffic
         self.tables = {
             group.name: [
                 ms
@@ -260,19 +365,9 @@ class Generator:
             ]
             for group in groups
         }
-        versions = config.client_versions
-        self.group_versions = [
-            tf.CLIENT_VERSIONS[versions[i % len(versions)]] for i in range(len(groups))
-        ]
-        self.topic_versions = {
-            topic.name: tf.CLIENT_VERSIONS[versions[(i + 1) % len(versions)]]
-            for i, topic in enumerate(TOPICS)
-        }
-        self.subscribers = {
-            topic.name: [i for i, b in enumerate(self.behaviours) if topic.name in b.topics]
-            for topic in TOPICS
-        }
-        self.end_ms = config.start_ms + int(config.hours * HOUR_MS)
+        self.start_ms = start_ms
+        self.end_ms = end_ms
+        self.grace_ms = retry_overdue_grace_ms()
         self.events: list[tuple[int, int, int, object]] = []
         self.sequence = 0
         self.open_requests: dict[int, Request] = {}
@@ -283,31 +378,31 @@ class Generator:
         self.counter = 0
         self.stats = Stats()
         self.active: dict[int, Lifecycle] = {}
-        out = config.out
-        self.trace_files = HourlyFiles(out, "trace", config.compression)
-        self.dlq_files = HourlyFiles(out, "dlq", "none") if config.dlq_export else None
+        self.finished: list[Lifecycle] | None = [] if keep_history else None
+        self.trace_files = HourlyFiles(out, "trace", compression)
+        self.dlq_files = HourlyFiles(out, "dlq", "none") if dlq_export else None
+        out.mkdir(parents=True, exist_ok=True)
         self.truth = (out / "ground_truth.jsonl").open("w", encoding="utf-8")
-        self.delayed_lines: list[tuple[int, int, int, str]] = []
 
     # event queue ---------------------------------------------------------------------------
-    _PUBLISH, _DELIVER, _FLUSH = 0, 1, 2
-
     def _push(self, at: int, kind: int, payload: object) -> None:
         self.sequence += 1
         heapq.heappush(self.events, (at, self.sequence, kind, payload))
 
+    def schedule_publish(self, at: int, index: int) -> None:
+        self._push(at, self._PUBLISH, index)
+
     def _month_start(self, ms: int) -> int:
         return _month_start_of_day(ms // 86_400_000)
 
-    def _new_id(self, ip: str, pid: int, at: int) -> str:
+    def new_id(self, ip: str, pid: int, at: int) -> str:
+        """A client msgId (UNIQ_KEY), unique within the run."""
         self.counter += 1
         return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, self._month_start(at), self.counter)
 
     # run -------------------------------------------------------------------------------------
     def run(self, progress: bool = False) -> Stats:
-        config = self.config
-        if config.messages > 0:
-            self._push(self._publish_time(0), self._PUBLISH, 0)
+        self.traffic.begin(self)
         last_report = time.monotonic()
         while self.events:
             at, _, kind, payload = heapq.heappop(self.events)
@@ -315,17 +410,14 @@ class Generator:
                 break
             self._drain_records(at)
             if kind == self._PUBLISH:
-                self._publish(at)
-                following = payload + 1  # type: ignore[operator]
-                if following < config.messages:  # one at a time: memory stays bounded
-                    self._push(self._publish_time(following), self._PUBLISH, following)
+                self.traffic.on_publish(self, at, payload)  # type: ignore[arg-type]
             elif kind == self._DELIVER:
                 self._deliver(at, payload)  # type: ignore[arg-type]
             else:
                 self._flush_request(at, payload)  # type: ignore[arg-type]
             if progress and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
-                done = (at - config.start_ms) / (self.end_ms - config.start_ms)
+                done = (at - self.start_ms) / (self.end_ms - self.start_ms)
                 print(
                     f"\rgenerating: {done:6.1%} of simulated time, {self.stats.records:,} records",
                     end="",
@@ -338,69 +430,76 @@ class Generator:
         return self.stats
 
     # producers -------------------------------------------------------------------------------
-    def _publish_time(self, index: int) -> int:
-        """Message n is published at a jittered time in its own slot of the whole run, up to
-        the end, so some work is still in flight when the run stops."""
-        slot = (self.end_ms - self.config.start_ms) / self.config.messages
-        return self.config.start_ms + int(index * slot + self.rng.random() * slot)
-
-    def _publish(self, at: int) -> None:
-        topic = self._choose_topic()
+    def publish(
+        self,
+        at: int,
+        *,
+        topic: str,
+        producer_group: str,
+        pid: int,
+        version: tf.ClientVersion,
+        tags: str | None,
+        keys: str | None,
+        offset_step: int,
+        body_length: int,
+        cost_ms: int,
+        traced: bool = True,
+    ) -> Published:
+        """A message stored by the broker, with its Pub trace record unless ``traced`` is off."""
         self.stats.messages += 1
-        msg_id = self._new_id("10.0.1.9", 4100 + TOPICS.index(topic), at)
-        self.commit_log_offset += 180 + self.rng.randrange(400)
+        msg_id = self.new_id("10.0.1.9", pid, at)
+        self.commit_log_offset += offset_step
         offset_id = tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset)
-        tags = self.rng.choice(topic.tags) if self.rng.random() < 0.9 else None
-        keys = f"{topic.name}-{self.stats.messages}" if self.rng.random() < 0.8 else None
-        version = self.topic_versions[topic.name]
-        origin = offset_id if version.pub_fields >= 14 else None
-        message = Published(msg_id, offset_id, origin, topic.name, tags, keys, at)
-        record = tf.pub_record(
-            version,
-            timestamp=at,
-            region="DefaultRegion",
-            producer_group=topic.producer_group,
-            topic=topic.name,
-            msg_id=msg_id,
-            tags=tags,
-            keys=keys,
-            store_host="10.0.0.1:10911",
-            body_length=200 + self.rng.randrange(2000),
-            cost_ms=1 + self.rng.randrange(8),
-            offset_id=offset_id,
-        )
-        self._record(at, f"producer:{topic.producer_group}", record, msg_id)
-        for group in self.subscribers[topic.name]:
-            behaviour = self.behaviours[group]
-            lifecycle = Lifecycle(group, message, poisoned=self.rng.random() < behaviour.poison)
-            self._push(at + 5 + self.rng.randrange(200), self._DELIVER, lifecycle)
+        origin = offset_id if traced and version.pub_fields >= 14 else None
+        message = Published(msg_id, offset_id, origin, topic, tags, keys, at, traced)
+        if traced:
+            record = tf.pub_record(
+                version,
+                timestamp=at,
+                region=REGION,
+                producer_group=producer_group,
+                topic=topic,
+                msg_id=msg_id,
+                tags=tags,
+                keys=keys,
+                store_host=STORE_HOST,
+                body_length=body_length,
+                cost_ms=cost_ms,
+                offset_id=offset_id,
+            )
+            self.record(at, f"producer:{producer_group}", record, msg_id)
+        return message
 
-    def _choose_topic(self) -> Topic:
-        total = sum(topic.weight for topic in TOPICS)
-        pick = self.rng.randrange(total)
-        for topic in TOPICS:
-            pick -= topic.weight
-            if pick < 0:
-                return topic
-        raise AssertionError("unreachable")
+    def subscribe(
+        self,
+        index: int,
+        message: Published,
+        *,
+        poisoned: bool = False,
+        script: tuple[str, ...] = (),
+    ) -> Lifecycle:
+        """The message's lifecycle in group ``index``; deliver it with `deliver_at`."""
+        history = [] if self.finished is not None else None
+        return Lifecycle(index, self.groups[index].name, message, poisoned, script, history=history)
+
+    def deliver_at(self, at: int, lifecycle: Lifecycle) -> None:
+        self._push(at, self._DELIVER, lifecycle)
 
     # consumers -------------------------------------------------------------------------------
-    def _fraction(self, at: int) -> float:
-        return (at - self.config.start_ms) / (self.end_ms - self.config.start_ms)
-
     def _deliver(self, at: int, lifecycle: Lifecycle) -> None:
-        behaviour = self.behaviours[lifecycle.group]
-        if behaviour.offline_from is not None and self._fraction(at) >= behaviour.offline_from:
-            # The consumer is gone: the message waits; a first delivery never happens at all.
+        if self.traffic.offline(self, at, lifecycle):
+            # The consumer takes nothing: the message waits; a first delivery never happens.
             if lifecycle.deliveries:
                 self.active[id(lifecycle)] = lifecycle
             return
-        size = 1 if self.groups[lifecycle.group].consume_mode == "ORDERLY" else behaviour.batch_size
-        request = self.open_requests.get(lifecycle.group)
+        behaviour = self.behaviours[lifecycle.index]
+        orderly = self.groups[lifecycle.index].consume_mode == "ORDERLY"
+        size = 1 if orderly else behaviour.batch_size
+        request = self.open_requests.get(lifecycle.index)
         if request is None or len(request.lifecycles) >= size:
-            request = Request(lifecycle.group, at)
-            self.open_requests[lifecycle.group] = request
-            self._push(at + REQUEST_WINDOW_MS, self._FLUSH, request)
+            request = Request(lifecycle.index, at)
+            self.open_requests[lifecycle.index] = request
+            self._push(at + behaviour.request_window_ms, self._FLUSH, request)
         request.lifecycles.append(lifecycle)
         self.active[id(lifecycle)] = lifecycle
 
@@ -411,18 +510,20 @@ class Generator:
         behaviour = self.behaviours[request.group]
         version = self.group_versions[request.group]
         client = f"consumer:{group.name}"
-        request_id = self._new_id("10.0.2.7", 5000 + request.group, at)
+        request_id = self.new_id("10.0.2.7", 5000 + request.group, at)
         for lifecycle in request.lifecycles:
             lifecycle.deliveries += 1
             lifecycle.in_flight = True
             lifecycle.expected_ms = None
-            self._record(
+            if lifecycle.history is not None:
+                lifecycle.history.append(Delivery(request_id, lifecycle.reconsume_times, at))
+            self.record(
                 at,
                 client,
                 tf.sub_before_record(
                     version,
                     timestamp=at,
-                    region="DefaultRegion",
+                    region=REGION,
                     group=group.name,
                     request_id=request_id,
                     msg_id=lifecycle.message.msg_id,
@@ -431,19 +532,21 @@ class Generator:
                 ),
                 lifecycle.message.msg_id,
             )
-        outcome = self._outcome(at, request, behaviour)
+        outcome = self.traffic.outcome(self, at, request)
         size = len(request.lifecycles)
-        took = size * (behaviour.cost_ms + self.rng.randrange(behaviour.cost_ms + 1))
+        took = self.traffic.consume_ms(self, request, behaviour)
         if outcome == "SLOW_SUCCESS":
             took += CONSUME_TIMEOUT_MS
         ended = at + took
-        if ended > self.end_ms:
+        if outcome == "IN_FLIGHT" or ended > self.end_ms:
             return  # still running at the end of the run: in flight
         success = outcome in ("SUCCESS", "SLOW_SUCCESS")
         return_type = {"SUCCESS": "SUCCESS", "SLOW_SUCCESS": "TIME_OUT"}.get(outcome, outcome)
+        # A 7-field SubAfter has no timestamp: the end is the start plus the per-message cost.
+        traced_end = ended if version.sub_after_fields >= 9 else at + took // size
         for lifecycle in request.lifecycles:
             lifecycle.in_flight = False
-            self._record(
+            self.record(
                 ended,
                 client,
                 tf.sub_after_record(
@@ -459,28 +562,21 @@ class Generator:
                 ),
                 lifecycle.message.msg_id,
             )
+            delivery = lifecycle.history[-1] if lifecycle.history is not None else None
+            if delivery is not None:
+                delivery.ended_ms, delivery.return_type = traced_end, return_type
+                delivery.success = success
             if success:
                 self._close(lifecycle, "CONSUMED")
                 continue
-            failed_at = ended if version.sub_after_fields >= 9 else at + took // size
-            decision = decide(group, lifecycle.reconsume_times, failed_at, self.tables[group.name])
+            decision = decide(group, lifecycle.reconsume_times, traced_end, self.tables[group.name])
+            if delivery is not None:
+                delivery.decision = decision.decision
+                delivery.delay_level = decision.delay_level
+                delivery.delay_ms = decision.delay_ms
+                delivery.expected_redelivery_ms = decision.expected_redelivery_ms
+                delivery.entered_dlq_ms = decision.entered_dlq_ms
             self._apply(lifecycle, decision)
-
-    def _outcome(self, at: int, request: Request, behaviour: Behaviour) -> str:
-        outage = behaviour.outage
-        if outage and outage[0] <= self._fraction(at) < outage[1]:
-            return "FAILED"  # RECONSUME_LATER for everything: failure as flow control
-        if any(lifecycle.poisoned for lifecycle in request.lifecycles):
-            return "EXCEPTION"
-        retries = max(lifecycle.reconsume_times for lifecycle in request.lifecycles)
-        if self.rng.random() < behaviour.transient * 0.5**retries:
-            pick = self.rng.random()
-            for kind, share in FAILURE_KINDS:
-                pick -= share
-                if pick < 0:
-                    return kind
-            return FAILURE_KINDS[-1][0]
-        return "SLOW_SUCCESS" if self.rng.random() < behaviour.slow else "SUCCESS"
 
     def _apply(self, lifecycle: Lifecycle, decision: Decision) -> None:
         if decision.decision == "DROP":
@@ -495,9 +591,7 @@ class Generator:
         lifecycle.expected_ms = decision.expected_redelivery_ms
         lifecycle.previous_level = decision.delay_level
         lifecycle.reconsume_times += 1
-        lag = 1 + self.rng.randrange(5)
-        if decision.decision == "RETRY":  # schedule polling, then the consumer's pull
-            lag = self.rng.randrange(SCHEDULE_POLL_MS) + 5 + self.rng.randrange(200)
+        lag = self.traffic.redelivery_lag(self, decision)
         self._push(decision.expected_redelivery_ms + lag, self._DELIVER, lifecycle)
 
     # ground truth ----------------------------------------------------------------------------
@@ -506,10 +600,13 @@ class Generator:
         self._truth(lifecycle, state, dlq_reconsume_times)
 
     def _truth(self, lifecycle: Lifecycle, state: str, dlq_reconsume_times: int | None) -> None:
+        lifecycle.state = state
+        if self.finished is not None:
+            self.finished.append(lifecycle)
         self.stats.lifecycles += 1
         self.stats.states[state] = self.stats.states.get(state, 0) + 1
         row = {
-            "consumer_group": self.groups[lifecycle.group].name,
+            "consumer_group": lifecycle.group,
             "msg_id": lifecycle.message.msg_id,
             "origin_msg_id": lifecycle.message.origin_msg_id,
             "final_state": state,
@@ -519,23 +616,24 @@ class Generator:
         }
         self.truth.write(json.dumps(row, separators=(",", ":")) + "\n")
 
+    def judge_open(self, lifecycle: Lifecycle, watermark_ms: int) -> str:
+        """The state of a lifecycle still open when the trace ends, as the models judge it."""
+        if lifecycle.in_flight:
+            return "IN_FLIGHT"
+        assert lifecycle.expected_ms is not None
+        overdue = lifecycle.expected_ms < watermark_ms - self.grace_ms
+        return "RETRY_OVERDUE" if overdue else "WAITING_RETRY"
+
     def _finish(self) -> None:
         watermark = self.stats.watermark_ms
         for lifecycle in sorted(
-            self.active.values(),
-            key=lambda item: (self.groups[item.group].name, item.message.msg_id),
+            self.active.values(), key=lambda item: (item.group, item.message.msg_id)
         ):
-            if lifecycle.in_flight:
-                state = "IN_FLIGHT"
-            elif lifecycle.deliveries == 0:
+            if lifecycle.deliveries == 0:
                 # queued for a first consume request that the run ended before sending: the
                 # trace has nothing of it, so it is not a lifecycle yet
                 continue
-            else:
-                assert lifecycle.expected_ms is not None
-                overdue = lifecycle.expected_ms < watermark - RETRY_OVERDUE_GRACE_MS
-                state = "RETRY_OVERDUE" if overdue else "WAITING_RETRY"
-            self._truth(lifecycle, state, None)
+            self._truth(lifecycle, self.judge_open(lifecycle, watermark), None)
         self.active.clear()
         self.trace_files.close_all()
         if self.dlq_files:
@@ -547,17 +645,18 @@ class Generator:
         self.stats.dlq_messages += 1
         if self.dlq_files is None:
             return
-        group = self.groups[lifecycle.group]
+        group = self.groups[lifecycle.index]
         message = lifecycle.message
         entered = decision.entered_dlq_ms
         assert entered is not None
-        self.commit_log_offset += 180 + self.rng.randrange(400)
+        offset_step, properties_as_map = self.traffic.dlq_copy_choices(self)
+        self.commit_log_offset += offset_step
         properties = {
             "UNIQ_KEY": message.msg_id,
             "RETRY_TOPIC": message.topic,
             "WAIT": "false",
-            "CLUSTER": group.broker_cluster,
-            "MSG_REGION": "DefaultRegion",
+            "CLUSTER": group.cluster_name,
+            "MSG_REGION": REGION,
             "TRACE_ON": "true",
         }
         if message.keys:
@@ -589,7 +688,7 @@ class Generator:
             "storeTimestamp": entered,
             "storeHost": "10.0.0.1:10911",
         }
-        if self.rng.random() < 0.5:
+        if properties_as_map:
             line["properties"] = dict(sorted(properties.items()))
         else:
             line["propertiesString"] = "".join(
@@ -598,7 +697,8 @@ class Generator:
         self.dlq_files.write(entered // HOUR_MS, json.dumps(line, separators=(",", ":")))
 
     # trace dispatch --------------------------------------------------------------------------
-    def _record(self, at: int, client: str, record: str, msg_id: str) -> None:
+    def record(self, at: int, client: str, record: str, msg_id: str) -> None:
+        """A trace record written by ``client`` at ``at``, for that client's dispatcher."""
         self.sequence += 1
         heapq.heappush(self.pending_records, (at, self.sequence, client, record, msg_id))
 
@@ -636,51 +736,159 @@ class Generator:
                 heapq.heappush(self.deadlines, (dispatcher.deadline(), client))
 
     def _send(self, dispatcher: Dispatcher, at: int) -> None:
-        store_ms = at + 2 + self.rng.randrange(15)
+        store_ms = at + self.traffic.store_delay(self)
         trace_id, keys, body = dispatcher.take(self._month_start(at))
         self.stats.trace_messages += 1
-        self._land(store_ms, trace_id, keys, body)
+        self.traffic.land(self, store_ms, trace_id, keys, body)
 
-    def _land(self, store_ms: int, trace_id: str, keys: str, body: str) -> None:
-        config = self.config
-        rng = self.rng
-        line = tf.landing_line(
-            trace_msg_id=trace_id,
-            store_timestamp=store_ms,
-            store_host="10.0.0.1:10911",
-            body=body,
-            keys=keys,
-            as_base64=rng.random() < config.base64_share,
-        )
-        hour = store_ms // HOUR_MS
-        if rng.random() < config.late_share:
-            self.stats.late_lines += 1
-            self._write_line(hour + 1, line, store_ms)
-        else:
-            self._write_line(hour, line, store_ms)
-        if rng.random() < config.duplicate_share:
-            # The trace producer re-sent it: same msgId and body, stored again a little later.
-            again = store_ms + 50 + rng.randrange(3000)
-            self.stats.duplicate_lines += 1
-            copy = tf.landing_line(
-                trace_msg_id=trace_id,
-                store_timestamp=again,
-                store_host="10.0.0.1:10911",
-                body=body,
-                keys=keys,
-            )
-            self._write_line(again // HOUR_MS, copy, again)
-        if rng.random() < config.malformed_share:
-            self.stats.malformed_lines += 1
-            self._write_line(hour, line[: rng.randrange(1, max(2, len(line) // 2))], None)
-
-    def _write_line(self, hour: int, line: str, store_ms: int | None) -> None:
+    def write_line(self, hour: int, line: str, store_ms: int | None) -> None:
+        """A landing line in the file of ``hour``; ``store_ms`` None for a line cut short."""
         if store_ms is not None:
             self.stats.watermark_ms = max(self.stats.watermark_ms, store_ms)
         self.stats.lines += 1
         # Store times only move forward, so hours two behind can no longer receive lines.
         self.trace_files.close_before(self.stats.watermark_ms // HOUR_MS - 1)
         self.trace_files.write(hour, line)
+
+
+class RandomTraffic:
+    """`retrylake generate`'s world: every choice drawn from one seeded stream, in event order."""
+
+    def __init__(self, config: GeneratorConfig, groups: list[Group]) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        versions = config.client_versions
+        self.topic_versions = {
+            topic.name: tf.CLIENT_VERSIONS[versions[(i + 1) % len(versions)]]
+            for i, topic in enumerate(TOPICS)
+        }
+        behaviours = [behaviour_for(group.name) for group in groups]
+        self.subscribers = {
+            topic.name: [i for i, b in enumerate(behaviours) if topic.name in b.topics]
+            for topic in TOPICS
+        }
+
+    def begin(self, engine: Engine) -> None:
+        if self.config.messages > 0:
+            engine.schedule_publish(self._publish_time(engine, 0), 0)
+
+    def _publish_time(self, engine: Engine, index: int) -> int:
+        """Message n is published at a jittered time in its own slot of the whole run, up to
+        the end, so some work is still in flight when the run stops."""
+        slot = (engine.end_ms - engine.start_ms) / self.config.messages
+        return engine.start_ms + int(index * slot + self.rng.random() * slot)
+
+    def _choose_topic(self) -> Topic:
+        total = sum(topic.weight for topic in TOPICS)
+        pick = self.rng.randrange(total)
+        for topic in TOPICS:
+            pick -= topic.weight
+            if pick < 0:
+                return topic
+        raise AssertionError("unreachable")
+
+    def on_publish(self, engine: Engine, at: int, index: int) -> None:
+        rng = self.rng
+        topic = self._choose_topic()
+        offset_step = 180 + rng.randrange(400)
+        tags = rng.choice(topic.tags) if rng.random() < 0.9 else None
+        number = engine.stats.messages + 1
+        keys = f"{topic.name}-{number}" if rng.random() < 0.8 else None
+        body_length = 200 + rng.randrange(2000)
+        cost_ms = 1 + rng.randrange(8)
+        message = engine.publish(
+            at,
+            topic=topic.name,
+            producer_group=topic.producer_group,
+            pid=4100 + TOPICS.index(topic),
+            version=self.topic_versions[topic.name],
+            tags=tags,
+            keys=keys,
+            offset_step=offset_step,
+            body_length=body_length,
+            cost_ms=cost_ms,
+        )
+        for group in self.subscribers[topic.name]:
+            poisoned = rng.random() < engine.behaviours[group].poison
+            lifecycle = engine.subscribe(group, message, poisoned=poisoned)
+            engine.deliver_at(at + 5 + rng.randrange(200), lifecycle)
+        following = index + 1
+        if following < self.config.messages:  # one at a time: memory stays bounded
+            engine.schedule_publish(self._publish_time(engine, following), following)
+
+    def _fraction(self, engine: Engine, at: int) -> float:
+        return (at - engine.start_ms) / (engine.end_ms - engine.start_ms)
+
+    def offline(self, engine: Engine, at: int, lifecycle: Lifecycle) -> bool:
+        offline_from = engine.behaviours[lifecycle.index].offline_from
+        return offline_from is not None and self._fraction(engine, at) >= offline_from
+
+    def outcome(self, engine: Engine, at: int, request: Request) -> str:
+        behaviour = engine.behaviours[request.group]
+        outage = behaviour.outage
+        if outage and outage[0] <= self._fraction(engine, at) < outage[1]:
+            return "FAILED"  # RECONSUME_LATER for everything: failure as flow control
+        if any(lifecycle.poisoned for lifecycle in request.lifecycles):
+            return "EXCEPTION"
+        retries = max(lifecycle.reconsume_times for lifecycle in request.lifecycles)
+        if self.rng.random() < behaviour.transient * 0.5**retries:
+            pick = self.rng.random()
+            for kind, share in FAILURE_KINDS:
+                pick -= share
+                if pick < 0:
+                    return kind
+            return FAILURE_KINDS[-1][0]
+        return "SLOW_SUCCESS" if self.rng.random() < behaviour.slow else "SUCCESS"
+
+    def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
+        size = len(request.lifecycles)
+        return size * (behaviour.cost_ms + self.rng.randrange(behaviour.cost_ms + 1))
+
+    def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
+        lag = 1 + self.rng.randrange(5)
+        if decision.decision == "RETRY":  # schedule polling, then the consumer's pull
+            lag = self.rng.randrange(SCHEDULE_POLL_MS) + 5 + self.rng.randrange(200)
+        return lag
+
+    def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
+        offset_step = 180 + self.rng.randrange(400)
+        return offset_step, self.rng.random() < 0.5
+
+    def store_delay(self, engine: Engine) -> int:
+        return 2 + self.rng.randrange(15)
+
+    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+        config = self.config
+        rng = self.rng
+        line = tf.landing_line(
+            trace_msg_id=trace_id,
+            store_timestamp=store_ms,
+            store_host=STORE_HOST,
+            body=body,
+            keys=keys,
+            as_base64=rng.random() < config.base64_share,
+        )
+        hour = store_ms // HOUR_MS
+        if rng.random() < config.late_share:
+            engine.stats.late_lines += 1
+            engine.write_line(hour + 1, line, store_ms)
+        else:
+            engine.write_line(hour, line, store_ms)
+        if rng.random() < config.duplicate_share:
+            # The trace producer re-sent it: same msgId and body, stored again a little later.
+            again = store_ms + 50 + rng.randrange(3000)
+            engine.stats.duplicate_lines += 1
+            copy = tf.landing_line(
+                trace_msg_id=trace_id,
+                store_timestamp=again,
+                store_host=STORE_HOST,
+                body=body,
+                keys=keys,
+            )
+            engine.write_line(again // HOUR_MS, copy, again)
+        if rng.random() < config.malformed_share:
+            engine.stats.malformed_lines += 1
+            engine.write_line(hour, line[: rng.randrange(1, max(2, len(line) // 2))], None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -700,20 +908,7 @@ def behaviour_for(name: str) -> Behaviour:
 
 def read_groups(path: Path) -> list[Group]:
     with path.open(newline="", encoding="utf-8") as handle:
-        return [
-            Group(
-                name=row["consumer_group"],
-                message_model=row["message_model"] or "CLUSTERING",
-                consume_mode=row["consume_mode"] or "CONCURRENTLY",
-                max_reconsume_times=int(row["max_reconsume_times"] or -1),
-                suspend_ms=int(row["suspend_current_queue_time_millis"] or 1000),
-                retry_queue_nums=int(row["retry_queue_nums"] or 1),
-                delay_level_when_next_consume=int(row["delay_level_when_next_consume"] or 0),
-                broker_cluster=row["broker_cluster"] or "DefaultCluster",
-                client_line=row["client_line"] or "remoting-4.9",
-            )
-            for row in csv.DictReader(handle)
-        ]
+        return [Group.from_seed_row(row) for row in csv.DictReader(handle)]
 
 
 def read_delay_levels(path: Path) -> dict[str, str]:
@@ -747,14 +942,12 @@ def generate(
     without it, the sample deployment is used. Groups in ``unseeded_groups`` are simulated but
     left out of the written seed, so that the build must assume RocketMQ's defaults for them.
     """
-    from retrylake.sim.sample import DELAY_LEVELS, GROUPS
-
     if seeds_dir is not None:
         groups = read_groups(seeds_dir / "consumer_groups.csv")
         delay_levels = read_delay_levels(seeds_dir / "broker_delay_levels.csv")
     else:
         groups = list(GROUPS.values())
-        delay_levels = {"*": DEFAULT_DELAY_LEVELS, **DELAY_LEVELS}
+        delay_levels = dict(DELAY_LEVELS)
     known = {group.name for group in groups}
     groups += [Group(name, in_seed=False) for name in unseeded_groups if name not in known]
     groups = [
@@ -763,7 +956,22 @@ def generate(
     ]
     config.out.mkdir(parents=True, exist_ok=True)
     write_seed_files(config.out / "seeds", groups, delay_levels)
-    stats = Generator(config, groups, delay_levels).run(progress=progress)
+    versions = config.client_versions
+    engine = Engine(
+        out=config.out,
+        groups=groups,
+        delay_levels=delay_levels,
+        behaviours=[behaviour_for(group.name) for group in groups],
+        client_versions=[
+            tf.CLIENT_VERSIONS[versions[i % len(versions)]] for i in range(len(groups))
+        ],
+        traffic=RandomTraffic(config, groups),
+        start_ms=config.start_ms,
+        end_ms=config.start_ms + int(config.hours * HOUR_MS),
+        compression=config.compression,
+        dlq_export=config.dlq_export,
+    )
+    stats = engine.run(progress=progress)
     (config.out / "generation.json").write_text(
         json.dumps({"config": _config_json(config), "stats": stats.__dict__}, indent=2) + "\n"
     )

@@ -1,4 +1,4 @@
-"""RocketMQ's retry rules in Python, for the simulator and the traffic generator (spec §11).
+"""RocketMQ's retry rules in Python, for the simulation engine (spec §11).
 
 The dbt models implement the same rules in SQL (macros/rules/retry_rules.sql); this is the
 independent second implementation the tests compare them with.
@@ -8,7 +8,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from retrylake.project import consumer_group_defaults
+
 CONSUME_TIMEOUT_MS = 15 * 60 * 1000
+
+# RocketMQ's defaults, from dbt_project.yml like the models' (an empty seed cell, a missing group)
+DEFAULTS = consumer_group_defaults()
+# What broker_cluster '*' (the default delay row) stands for where a real cluster name is
+# written, as in a DLQ copy's CLUSTER property: RocketMQ's own default cluster name.
+DEFAULT_CLUSTER_NAME = "DefaultCluster"
+
+# Seed column -> Group field, for the columns that have a default.
+SEED_FIELDS = {
+    "message_model": "message_model",
+    "consume_mode": "consume_mode",
+    "max_reconsume_times": "max_reconsume_times",
+    "suspend_current_queue_time_millis": "suspend_ms",
+    "retry_queue_nums": "retry_queue_nums",
+    "delay_level_when_next_consume": "delay_level_when_next_consume",
+    "broker_cluster": "broker_cluster",
+    "client_line": "client_line",
+}
 
 
 @dataclass(frozen=True)
@@ -16,15 +36,30 @@ class Group:
     """A consumer group's settings, as in seeds/consumer_groups.csv."""
 
     name: str
-    message_model: str = "CLUSTERING"
-    consume_mode: str = "CONCURRENTLY"
-    max_reconsume_times: int = -1
-    suspend_ms: int = 1000
-    retry_queue_nums: int = 1
-    delay_level_when_next_consume: int = 0
-    broker_cluster: str = "DefaultCluster"
-    client_line: str = "remoting-4.9"
+    message_model: str = DEFAULTS["message_model"]
+    consume_mode: str = DEFAULTS["consume_mode"]
+    max_reconsume_times: int = int(DEFAULTS["max_reconsume_times"])
+    suspend_ms: int = int(DEFAULTS["suspend_current_queue_time_millis"])
+    retry_queue_nums: int = int(DEFAULTS["retry_queue_nums"])
+    delay_level_when_next_consume: int = int(DEFAULTS["delay_level_when_next_consume"])
+    broker_cluster: str = DEFAULTS["broker_cluster"]
+    client_line: str = DEFAULTS["client_line"]
     in_seed: bool = True
+
+    @classmethod
+    def from_seed_row(cls, row: dict[str, str]) -> Group:
+        """A row of consumer_groups.csv; an empty cell takes the default, as in the models."""
+        values: dict[str, object] = {}
+        for column, name in SEED_FIELDS.items():
+            if row.get(column):
+                default = cls.__dataclass_fields__[name].default
+                values[name] = int(row[column]) if isinstance(default, int) else row[column]
+        return cls(row["consumer_group"], **values)
+
+    @property
+    def cluster_name(self) -> str:
+        """The broker cluster's name; a real cluster is never named '*'."""
+        return DEFAULT_CLUSTER_NAME if self.broker_cluster == "*" else self.broker_cluster
 
     def seed_row(self) -> list[object]:
         return [

@@ -1,7 +1,8 @@
-"""The sample landing set: a few dozen lifecycles that exercise every retry rule.
+"""The sample landing set: a few dozen lifecycles, scripted on the simulation engine, that
+exercise every retry rule, every final state and every transport fault the staging handles.
 
-`retrylake demo` builds it, and the integration tests check the marts against its ground truth.
-Its consumer groups are the ones in seeds/consumer_groups.csv (a unit test keeps them in step).
+The integration tests build it and check every mart, row by row, against its ground truth.
+Its consumer groups are the engine's demo deployment, the ones in seeds/consumer_groups.csv.
 """
 
 from __future__ import annotations
@@ -11,216 +12,286 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retrylake.sim import trace_format as tf
-from retrylake.sim.rules import Group
-from retrylake.sim.simulator import Lifecycle, Message, Simulator, hour_path, write_lines
-from spark_udfs import DEFAULT_DELAY_LEVELS
+from retrylake.sim.engine import (
+    DELAY_LEVELS,
+    GROUPS,
+    HOUR_MS,
+    STORE_HOST,
+    Behaviour,
+    Engine,
+    Lifecycle,
+    Published,
+    Request,
+    write_seed_files,
+)
+from retrylake.sim.rules import Decision
 
 START_MS = int(dt.datetime(2026, 3, 1, 22, 0, tzinfo=dt.UTC).timestamp() * 1000)
+END_MS = START_MS + 14 * HOUR_MS  # the last events; the run crosses midnight
 MINUTE = 60_000
+COST_MS = 25  # every listener call takes this long (plus the timeout for a slow success)
+PULL_LAG_MS = 40  # a redelivery reaches the consumer this long after it is due
+STORE_DELAY_MS = 7
+CLIENT_VERSIONS = {"inventory-sync": "4.9.1", "notification-push": "4.8"}  # others: 4.9
 
-GROUPS = {
-    group.name: group
-    for group in (
-        Group("order-service"),
-        Group("inventory-sync", max_reconsume_times=3),
-        Group("payment-ledger", consume_mode="ORDERLY", max_reconsume_times=3),
-        Group("cache-invalidator", message_model="BROADCASTING"),
-        Group("audit-archiver", retry_queue_nums=0),
-        Group("bulk-importer", max_reconsume_times=20),
-        Group("search-indexer", broker_cluster="fast-cluster"),
-        Group("fraud-check", delay_level_when_next_consume=-1),
-        Group("notification-push", in_seed=False),
-    )
-}
-DELAY_LEVELS = {"fast-cluster": "5s 8s"}
-
-
-# Records no client writes, appended to a few bodies: each must reach the quarantine.
+# Records no client writes, appended to the bodies of these trace messages: each must reach the
+# quarantine.
 BAD_RECORDS = {
     3: "Bogus\u0001x\u0002",
     4: "Pub\u00011772402400000\u0001DefaultRegion\u0001PID_demo\u0001orders\u0002",
     6: "SubBefore\u0001yesterday\u0001DefaultRegion\u0001g\u0001r\u0001m\u00010\u0001k\u0002",
 }
+DUPLICATED = 0  # this trace message lands again, in the next hour's file (at-least-once)
+CUT_SHORT = 1  # ... and a copy of this one is cut in half: a malformed line
+BASE64_EVERY = 5  # every fifth trace message carries bodyBase64
+
+
+class ScriptedTraffic:
+    """The sample's world: each lifecycle's deliveries follow its script, times are fixed, and
+    the transport faults land on chosen trace messages."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.bad_records = 0
+
+    def begin(self, engine: Engine) -> None:
+        pass  # the script publishes and subscribes before the run
+
+    def on_publish(self, engine: Engine, at: int, index: int) -> None:
+        raise AssertionError("the sample publishes before the run")
+
+    def offline(self, engine: Engine, at: int, lifecycle: Lifecycle) -> bool:
+        # the script ends: a retry that is never redelivered, waiting or overdue
+        return lifecycle.deliveries >= len(lifecycle.script)
+
+    def outcome(self, engine: Engine, at: int, request: Request) -> str:
+        (lifecycle,) = request.lifecycles
+        return lifecycle.script[lifecycle.deliveries - 1]
+
+    def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
+        return behaviour.cost_ms * len(request.lifecycles)
+
+    def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
+        return PULL_LAG_MS
+
+    def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
+        return 517, True
+
+    def store_delay(self, engine: Engine) -> int:
+        return STORE_DELAY_MS
+
+    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+        index = self.sent
+        self.sent += 1
+        if index in BAD_RECORDS:
+            body += BAD_RECORDS[index]
+            self.bad_records += 1
+        line = tf.landing_line(
+            trace_msg_id=trace_id,
+            store_timestamp=store_ms,
+            store_host=STORE_HOST,
+            body=body,
+            keys=keys,
+            as_base64=index % BASE64_EVERY == 0,
+        )
+        hour = store_ms // HOUR_MS
+        engine.write_line(hour, line, store_ms)
+        if index == DUPLICATED:
+            engine.stats.duplicate_lines += 1
+            engine.write_line(hour + 1, line, store_ms)
+        if index == CUT_SHORT:
+            engine.stats.malformed_lines += 1
+            engine.write_line(hour, line[: len(line) // 2], None)
 
 
 @dataclass
 class SampleSet:
     landing: Path
-    simulator: Simulator
     lifecycles: list[Lifecycle]
+    watermark_ms: int
+    trace_messages: int
     landing_lines: int
     malformed_lines: int
     bad_records: int
     duplicate_lines: int
 
 
-def _fail(times: int, then: str | None = None) -> list[str]:
-    outcomes = ["FAILED", "EXCEPTION", "RETURNNULL"] * times
-    outcomes = outcomes[:times]
-    return [*outcomes, then] if then else outcomes
+def _fail(times: int, then: str | None = None) -> tuple[str, ...]:
+    outcomes = (["FAILED", "EXCEPTION", "RETURNNULL"] * times)[:times]
+    return (*outcomes, then) if then else tuple(outcomes)
 
 
-def build_sample() -> tuple[Simulator, list[Lifecycle]]:
-    sim = Simulator(delay_levels=DELAY_LEVELS)
-    g = GROUPS
-    t = START_MS
+class _Script:
+    """The sample's publications and deliveries, written against the engine before it runs."""
 
-    def msg(
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.index = {name: i for i, name in enumerate(GROUPS)}
+
+    def publish(
+        self,
         topic: str,
         at: int,
         tags: str | None = "TagA",
         keys: str | None = None,
         traced: bool = True,
-        version: str | None = None,
-    ) -> Message:
-        return sim.publish(
-            topic=topic, at_ms=at, tags=tags, keys=keys, traced=traced, version=version
+        version: str = "4.9",
+    ) -> Published:
+        return self.engine.publish(
+            at,
+            topic=topic,
+            producer_group="PID_demo",
+            pid=4242,
+            version=tf.CLIENT_VERSIONS[version],
+            tags=tags,
+            keys=keys,
+            offset_step=517,
+            body_length=128,
+            cost_ms=3,
+            traced=traced,
         )
 
+    def consume(self, group: str, message: Published, script: tuple[str, ...], at: int) -> None:
+        """Deliver ``message`` to ``group`` from ``at`` on, once per scripted outcome: SUCCESS,
+        SLOW_SUCCESS (TIME_OUT, still acked), FAILED, EXCEPTION, RETURNNULL, or IN_FLIGHT (no
+        result; last only). Redeliveries come when the rules say, plus the pull lag."""
+        lifecycle = self.engine.subscribe(self.index[group], message, script=script)
+        self.engine.deliver_at(at, lifecycle)
+
+
+def _play(s: _Script) -> None:
+    t = START_MS
     # order-service: concurrent clustering with the defaults, and a broadcast listener on the
     # same topic.
-    first_try = msg("orders", t, keys="order-1001")
-    sim.consume(g["order-service"], first_try, ["SUCCESS"], first_at_ms=t + 50)
-    sim.consume(g["cache-invalidator"], first_try, ["FAILED"], first_at_ms=t + 60)
-    twice = msg("orders", t + 1000, keys="order-1002 customer-7")
-    sim.consume(g["order-service"], twice, _fail(2, "SUCCESS"), first_at_ms=t + 1050)
-    poison = msg("orders", t + 2000, tags=None, keys="order-1003")
-    sim.consume(g["order-service"], poison, _fail(17), first_at_ms=t + 2050)
-    slow = msg("orders", t + 3000, keys=None)
-    sim.consume(g["order-service"], slow, ["SLOW_SUCCESS"], first_at_ms=t + 3050)
-    overdue = msg("orders", t + 4000, keys="order-1005")
-    sim.consume(g["order-service"], overdue, ["RETURNNULL"], first_at_ms=t + 4050)
-    untraced = msg("orders", t + 5000, keys="order-1006", traced=False)
-    sim.consume(g["order-service"], untraced, _fail(1, "SUCCESS"), first_at_ms=t + 5050)
-    old_client = msg("orders", t + 6000, keys="order-1007", version="old")
-    sim.consume(g["order-service"], old_client, ["SUCCESS"], first_at_ms=t + 6050)
+    first_try = s.publish("orders", t, keys="order-1001")
+    s.consume("order-service", first_try, ("SUCCESS",), t + 50)
+    s.consume("cache-invalidator", first_try, ("FAILED",), t + 60)
+    twice = s.publish("orders", t + 1000, keys="order-1002 customer-7")
+    s.consume("order-service", twice, _fail(2, "SUCCESS"), t + 1050)
+    poison = s.publish("orders", t + 2000, tags=None, keys="order-1003")
+    s.consume("order-service", poison, _fail(17), t + 2050)
+    slow = s.publish("orders", t + 3000, keys=None)
+    s.consume("order-service", slow, ("SLOW_SUCCESS",), t + 3050)
+    overdue = s.publish("orders", t + 4000, keys="order-1005")
+    s.consume("order-service", overdue, ("RETURNNULL",), t + 4050)
+    untraced = s.publish("orders", t + 5000, keys="order-1006", traced=False)
+    s.consume("order-service", untraced, _fail(1, "SUCCESS"), t + 5050)
+    old_client = s.publish("orders", t + 6000, keys="order-1007", version="old")
+    s.consume("order-service", old_client, ("SUCCESS",), t + 6050)
 
     # inventory-sync: max 3, so the 4th failure goes to the DLQ. Its client (4.9.1) writes the
     # 7-field SubAfter, without timestamp or group; its producer (4.8) the 15-field Pub.
-    stock = msg("stock", t + 7000, keys="sku-1", version="4.8")
-    sim.consume(g["inventory-sync"], stock, _fail(4), first_at_ms=t + 7050, version="4.9.1")
-    stock_ok = msg("stock", t + 8000, keys="sku-2", version="4.8")
-    sim.consume(
-        g["inventory-sync"], stock_ok, _fail(3, "SUCCESS"), first_at_ms=t + 8050, version="4.9.1"
-    )
+    stock = s.publish("stock", t + 7000, keys="sku-1", version="4.8")
+    s.consume("inventory-sync", stock, _fail(4), t + 7050)
+    stock_ok = s.publish("stock", t + 8000, keys="sku-2", version="4.8")
+    s.consume("inventory-sync", stock_ok, _fail(3, "SUCCESS"), t + 8050)
 
     # payment-ledger: orderly, local retries after the suspend time, DLQ after max 3.
-    pay = msg("payments", t + 9000, keys="pay-1")
-    sim.consume(g["payment-ledger"], pay, _fail(2, "SUCCESS"), first_at_ms=t + 9050)
-    pay_dead = msg("payments", t + 10_000, keys="pay-2")
-    sim.consume(g["payment-ledger"], pay_dead, _fail(4), first_at_ms=t + 10_050)
+    pay = s.publish("payments", t + 9000, keys="pay-1")
+    s.consume("payment-ledger", pay, _fail(2, "SUCCESS"), t + 9050)
+    pay_dead = s.publish("payments", t + 10_000, keys="pay-2")
+    s.consume("payment-ledger", pay_dead, _fail(4), t + 10_050)
 
     # audit-archiver: retryQueueNums 0, the broker drops failures.
-    audit = msg("audit", t + 11_000)
-    sim.consume(g["audit-archiver"], audit, ["EXCEPTION"], first_at_ms=t + 11_050)
+    audit = s.publish("audit", t + 11_000)
+    s.consume("audit-archiver", audit, ("EXCEPTION",), t + 11_050)
 
     # bulk-importer: max 20, so retries after the 16th wait 2h each (the clamp to level 18).
-    bulk = msg("imports", t + 12_000, keys="batch-9")
-    sim.consume(g["bulk-importer"], bulk, _fail(21), first_at_ms=t + 12_050)
+    bulk = s.publish("imports", t + 12_000, keys="batch-9")
+    s.consume("bulk-importer", bulk, _fail(21), t + 12_050)
 
     # search-indexer: its cluster's table is "5s 8s", so level 3 clamps to level 2 (8 s).
-    index = msg("catalog", t + 13_000)
-    sim.consume(g["search-indexer"], index, _fail(2, "SUCCESS"), first_at_ms=t + 13_050)
+    index = s.publish("catalog", t + 13_000)
+    s.consume("search-indexer", index, _fail(2, "SUCCESS"), t + 13_050)
 
     # fraud-check: the listener sets delayLevelWhenNextConsume = -1: straight to the DLQ.
-    fraud = msg("payments", t + 14_000, keys="pay-3")
-    sim.consume(g["fraud-check"], fraud, ["FAILED"], first_at_ms=t + 14_050)
+    fraud = s.publish("payments", t + 14_000, keys="pay-3")
+    s.consume("fraud-check", fraud, ("FAILED",), t + 14_050)
 
     # notification-push is not in the seed: RocketMQ defaults apply. Its 4.8 client writes the
     # 9-field SubBefore (with the client host).
-    push = msg("notify", t + 15_000)
-    sim.consume(
-        g["notification-push"], push, _fail(1, "SUCCESS"), first_at_ms=t + 15_050, version="4.8"
-    )
+    push = s.publish("notify", t + 15_000)
+    s.consume("notification-push", push, _fail(1, "SUCCESS"), t + 15_050)
 
     # A steady stream that crosses midnight, so lifecycles fall in two date partitions.
     for n in range(24):
         at = t + 20 * MINUTE + n * 5 * MINUTE
-        steady = msg("orders", at, keys=f"order-2{n:03d}")
-        outcomes = ["SUCCESS"] if n % 4 else _fail(1, "SUCCESS")
-        sim.consume(g["order-service"], steady, outcomes, first_at_ms=at + 30)
+        steady = s.publish("orders", at, keys=f"order-2{n:03d}")
+        s.consume("order-service", steady, ("SUCCESS",) if n % 4 else _fail(1, "SUCCESS"), at + 30)
 
     # Transactions and a recall: parsed, not part of the retry ledger.
-    sim.extra_record(
+    engine = s.engine
+    engine.record(
         t + 16_000,
+        "producer:PID_tx",
         tf.end_transaction_record(
             timestamp=t + 16_000,
             region="DefaultRegion",
             producer_group="PID_tx",
             topic="orders",
-            msg_id=sim.new_msg_id(t + 16_000),
+            msg_id=(tx := engine.new_id("10.0.0.9", 4243, t + 16_000)),
             tags=None,
             keys=None,
-            store_host=sim.store_host,
+            store_host=STORE_HOST,
             transaction_id="tx-1",
             state="COMMIT_MESSAGE",
             from_check=False,
         ),
+        tx,
     )
-    sim.extra_record(
+    engine.record(
         t + 17_000,
+        "producer:PID_delay",
         tf.recall_record(
             timestamp=t + 17_000,
             region="DefaultRegion",
             group="PID_delay",
             topic="orders",
-            msg_id=sim.new_msg_id(t + 17_000),
+            msg_id=(recalled := engine.new_id("10.0.0.9", 4244, t + 17_000)),
             success=True,
         ),
+        recalled,
     )
 
     # The last events: a failure whose retry is still due, and a delivery still running.
-    end = START_MS + 14 * 60 * MINUTE
-    waiting = msg("orders", end - 5 * MINUTE, keys="order-9001")
-    sim.consume(g["order-service"], waiting, ["FAILED"], first_at_ms=end)
-    running = msg("orders", end - 4 * MINUTE, keys="order-9002")
-    sim.consume(g["order-service"], running, ["IN_FLIGHT"], first_at_ms=end + 100)
-    return sim, sim.lifecycles
+    waiting = s.publish("orders", END_MS - 5 * MINUTE, keys="order-9001")
+    s.consume("order-service", waiting, ("FAILED",), END_MS)
+    running = s.publish("orders", END_MS - 4 * MINUTE, keys="order-9002")
+    s.consume("order-service", running, ("IN_FLIGHT",), END_MS + 100)
 
 
 def write_sample(landing: Path) -> SampleSet:
-    """Write the sample trace files under ``landing``, with the transport faults of real exports:
-    a duplicated trace message, base64 and gzip variants, a malformed line, a bad record."""
-    sim, lifecycles = build_sample()
-    messages = sim.trace_messages()
-    by_file: dict[str, list[str]] = {}
-    bad_records = 0
-    for index, (trace_msg_id, store_ms, body) in enumerate(messages):
-        if index in BAD_RECORDS:
-            body += BAD_RECORDS[index]
-            bad_records += 1
-        line = tf.landing_line(
-            trace_msg_id=trace_msg_id,
-            store_timestamp=store_ms,
-            store_host=sim.store_host,
-            body=body,
-            as_base64=index % 5 == 0,
-        )
-        by_file.setdefault(hour_path(store_ms), []).append(line)
-    # The trace topic is at-least-once: the first trace message lands again an hour later.
-    first_hour = sorted(by_file)[0]
-    later_hour = sorted(by_file)[1]
-    by_file[later_hour].append(by_file[first_hour][0])
-    by_file[later_hour].append('{"msgId": "broken", "storeTimestamp": ')  # a malformed line
-    landing_lines = 0
-    for number, (folder, lines) in enumerate(sorted(by_file.items())):
-        gzipped = number % 3 == 1
-        name = "part-0.jsonl.gz" if gzipped else "part-0.jsonl"
-        write_lines(landing / folder / name, lines, gzipped=gzipped)
-        landing_lines += len(lines)
+    """Write the sample's trace files (and its ground_truth.jsonl) under ``landing``."""
+    traffic = ScriptedTraffic()
+    groups = list(GROUPS.values())
+    engine = Engine(
+        out=landing,
+        groups=groups,
+        delay_levels=DELAY_LEVELS,
+        behaviours=[Behaviour((), cost_ms=COST_MS, request_window_ms=0) for _ in groups],
+        client_versions=[tf.CLIENT_VERSIONS[CLIENT_VERSIONS.get(g.name, "4.9")] for g in groups],
+        traffic=traffic,
+        start_ms=START_MS,
+        end_ms=END_MS + HOUR_MS,
+        compression="mixed",
+        keep_history=True,
+    )
+    _play(_Script(engine))
+    stats = engine.run()
+    assert engine.finished is not None
+    assert traffic.bad_records == len(BAD_RECORDS), "too few trace messages for the bad records"
     return SampleSet(
         landing,
-        sim,
-        lifecycles,
-        landing_lines,
-        malformed_lines=1,
-        bad_records=bad_records,
-        duplicate_lines=1,
+        engine.finished,
+        watermark_ms=stats.watermark_ms,
+        trace_messages=stats.trace_messages,
+        landing_lines=stats.lines,
+        malformed_lines=stats.malformed_lines,
+        bad_records=traffic.bad_records,
+        duplicate_lines=stats.duplicate_lines,
     )
 
 
 def write_seeds(seeds: Path) -> None:
     """Write the consumer-group and delay-level seeds matching the sample."""
-    from retrylake.sim.engine import write_seed_files
-
-    write_seed_files(seeds, list(GROUPS.values()), {"*": DEFAULT_DELAY_LEVELS, **DELAY_LEVELS})
+    write_seed_files(seeds, list(GROUPS.values()), DELAY_LEVELS)

@@ -22,8 +22,6 @@ from tests.integration.standalone import standalone_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-GRACE_MS = 300_000  # var retry_overdue_grace_seconds
-
 
 @pytest.fixture(scope="module")
 def sample(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFactory):
@@ -67,7 +65,7 @@ def test_every_landing_line_is_parsed_or_quarantined(spark, sample, lakehouse):
 
 
 def test_duplicated_trace_message_is_read_once(spark, sample):
-    trace_messages = len(sample.simulator.trace_messages())
+    trace_messages = sample.trace_messages
     staged = spark.sql(
         "select count(distinct trace_msg_id) as messages, "
         "count(distinct source_file, line_number) as lines "
@@ -79,7 +77,6 @@ def test_duplicated_trace_message_is_read_once(spark, sample):
 
 
 def test_lifecycles_match_the_simulation(spark, sample):
-    watermark = sample.simulator.watermark_ms()
     marts = {
         (row["consumer_group"], row["msg_id"]): row
         for row in rows(
@@ -106,9 +103,9 @@ def test_lifecycles_match_the_simulation(spark, sample):
     states = Counter()
     for lifecycle in sample.lifecycles:
         row = marts[(lifecycle.group, lifecycle.message.msg_id)]
-        state = lifecycle.final_state(watermark, GRACE_MS)
+        state = lifecycle.state
         states[state] += 1
-        first, last = lifecycle.deliveries[0], lifecycle.deliveries[-1]
+        first, last = lifecycle.history[0], lifecycle.history[-1]
         consumed = last.ended_ms if state == "CONSUMED" else None
         assert row == {
             "consumer_group": lifecycle.group,
@@ -117,7 +114,7 @@ def test_lifecycles_match_the_simulation(spark, sample):
             "topic": lifecycle.message.topic if lifecycle.message.traced else None,
             "keys": lifecycle.message.keys,
             "tags": lifecycle.message.tags if lifecycle.message.traced else None,
-            "deliveries": len(lifecycle.deliveries),
+            "deliveries": len(lifecycle.history),
             "final_state": state,
             "first_consume_at": first.started_ms,
             "consumed_at": consumed,
@@ -159,7 +156,7 @@ def test_attempts_match_the_simulation(spark, sample):
     }
     expected = {}
     for lifecycle in sample.lifecycles:
-        for number, delivery in enumerate(lifecycle.deliveries, start=1):
+        for number, delivery in enumerate(lifecycle.history, start=1):
             expected[(lifecycle.group, lifecycle.message.msg_id, number)] = {
                 "consumer_group": lifecycle.group,
                 "msg_id": lifecycle.message.msg_id,
@@ -204,7 +201,7 @@ def test_retry_decisions_match_the_simulation(spark, sample):
     }
     expected = {}
     for lifecycle in sample.lifecycles:
-        deliveries = lifecycle.deliveries
+        deliveries = lifecycle.history
         for number, delivery in enumerate(deliveries, start=1):
             if delivery.success is not False:
                 continue
@@ -301,7 +298,7 @@ def test_dlq_messages_match_the_simulation(spark, sample):
     for lifecycle in sample.lifecycles:
         if lifecycle.state != "DLQ":
             continue
-        last = lifecycle.deliveries[-1]
+        last = lifecycle.history[-1]
         client_requested = GROUPS[lifecycle.group].delay_level_when_next_consume < 0
         expected[(lifecycle.group, lifecycle.message.msg_id)] = {
             "consumer_group": lifecycle.group,
@@ -362,15 +359,14 @@ def test_consumer_groups_and_delay_levels(spark, sample):
 def test_daily_stats_match_the_simulation(spark, sample):
     import datetime as dt
 
-    watermark = sample.simulator.watermark_ms()
     expected: dict = defaultdict(lambda: Counter())
     for lifecycle in sample.lifecycles:
-        day = dt.datetime.fromtimestamp(lifecycle.deliveries[0].started_ms / 1000, tz=dt.UTC).date()
+        day = dt.datetime.fromtimestamp(lifecycle.history[0].started_ms / 1000, tz=dt.UTC).date()
         totals = expected[(lifecycle.group, day)]
-        state = lifecycle.final_state(watermark, GRACE_MS)
+        state = lifecycle.state
         totals["messages"] += 1
-        totals["deliveries"] += len(lifecycle.deliveries)
-        totals["first_try_failures"] += lifecycle.deliveries[0].success is False
+        totals["deliveries"] += len(lifecycle.history)
+        totals["first_try_failures"] += lifecycle.history[0].success is False
         totals["consumed"] += state == "CONSUMED"
         totals["dlq"] += state == "DLQ"
         totals["dropped"] += state == "DROPPED"
@@ -412,7 +408,7 @@ def test_watermark_is_the_latest_trace_time(spark, sample):
     watermark = spark.sql(
         "select unix_millis(watermark_at) from retrylake_intermediate.int_trace_watermark"
     ).first()[0]
-    assert watermark == sample.simulator.watermark_ms()
+    assert watermark == sample.watermark_ms
 
 
 def test_query_reads_the_marts_with_duckdb_and_without_java(spark, sample, lakehouse):

@@ -1,4 +1,5 @@
-"""The traffic generator: deterministic bytes, the broker's rules, the transport faults."""
+"""The simulation engine: deterministic bytes, the broker's rules, the transport faults, and the
+sample scripted on it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
+from retrylake.config_check import GROUP_COLUMNS
+from retrylake.project import consumer_group_defaults
+from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth, read_groups
+from retrylake.sim.rules import Group
+from retrylake.sim.sample import write_sample
 from spark_udfs import decode_offset_msg_id, parse_message_properties
 
 
@@ -118,3 +123,47 @@ def test_ground_truth_and_dlq_export_agree_with_the_rules(run):
             assert properties["DELAY"] == "0"
             assert ("REAL_TOPIC" in properties) == (copy["reconsumeTimes"] > 1)
     assert (config.out / "seeds" / "consumer_groups.csv").read_text().count("\n") >= 8
+
+
+def test_the_sample_exercises_every_rule_state_and_fault(tmp_path: Path):
+    sample = write_sample(tmp_path / "a")
+    states = Counter(lifecycle.state for lifecycle in sample.lifecycles)
+    assert set(states) == {
+        "CONSUMED",
+        "DLQ",
+        "DROPPED",
+        "WAITING_RETRY",
+        "RETRY_OVERDUE",
+        "IN_FLIGHT",
+    }
+    decisions = {
+        delivery.decision for lifecycle in sample.lifecycles for delivery in lifecycle.history
+    }
+    assert decisions == {None, "RETRY", "DLQ", "LOCAL_RETRY", "DROP"}
+    assert sample.bad_records == 3 and sample.malformed_lines == sample.duplicate_lines == 1
+    lines = _lines(sample.landing, "trace")
+    assert len(lines) == sample.landing_lines
+    assert any('"bodyBase64"' in line for line in lines)
+    files = _files(sample.landing)
+    assert any(name.endswith(".gz") for name in files)
+    assert {name.split("/")[3] for name in files if name.startswith("trace/")} == {"01", "02"}
+    assert _files(write_sample(tmp_path / "b").landing) == files  # a script: the same bytes
+
+
+def test_empty_seed_cells_take_the_projects_defaults(tmp_path: Path):
+    seed = tmp_path / "consumer_groups.csv"
+    seed.write_text(",".join(GROUP_COLUMNS) + "\ng,,,,,,,,,\n")
+    (group,) = read_groups(seed)
+    defaults = consumer_group_defaults()
+    assert group == Group(
+        "g",
+        message_model=defaults["message_model"],
+        consume_mode=defaults["consume_mode"],
+        max_reconsume_times=defaults["max_reconsume_times"],
+        suspend_ms=defaults["suspend_current_queue_time_millis"],
+        retry_queue_nums=defaults["retry_queue_nums"],
+        delay_level_when_next_consume=defaults["delay_level_when_next_consume"],
+        broker_cluster=defaults["broker_cluster"],
+        client_line=defaults["client_line"],
+    )
+    assert group.broker_cluster == "*" and group.cluster_name == "DefaultCluster"

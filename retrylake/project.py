@@ -1,0 +1,44 @@
+"""Settings the Python side shares with the dbt models, read from the one place both use: the
+`vars:` of dbt_project.yml (the overdue grace and RocketMQ's consumer-group defaults)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import retrylake
+from retrylake.errors import ProjectError
+
+# The project folder next to the package: the repository, or an editable install of it.
+DEFAULT_PROJECT_DIR = Path(retrylake.__file__).resolve().parents[1]
+
+
+@functools.cache
+def project_vars(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict:
+    import yaml
+
+    path = project_dir / "dbt_project.yml"
+    if not path.is_file():
+        raise ProjectError(
+            f"{path} not found; retrylake reads its settings from the dbt project's "
+            "dbt_project.yml (give the project folder with --project-dir)"
+        )
+    with path.open(encoding="utf-8") as handle:
+        return (yaml.safe_load(handle) or {}).get("vars") or {}
+
+
+def _var(name: str, project_dir: Path):
+    values = project_vars(project_dir)
+    if name not in values:
+        raise ProjectError(f"{project_dir / 'dbt_project.yml'} has no var {name!r}")
+    return values[name]
+
+
+def retry_overdue_grace_ms(project_dir: Path = DEFAULT_PROJECT_DIR) -> int:
+    """A retry due this long before the watermark and never seen is RETRY_OVERDUE."""
+    return int(_var("retry_overdue_grace_seconds", project_dir)) * 1000
+
+
+def consumer_group_defaults(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict[str, object]:
+    """RocketMQ's settings for an empty seed cell or a group missing from the seed."""
+    return dict(_var("consumer_group_defaults", project_dir))
