@@ -13,6 +13,7 @@ demo: setup
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/python scripts/check_imports.py
 	.venv/bin/sqlfluff lint models macros tests/dbt
 
 unit: setup
