@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from typing import Any
 
-FACT_MARTS = (
-    "consume_attempts",
-    "retry_decisions",
-    "message_lifecycles",
-    "dlq_messages",
-    "group_retry_stats_daily",
-)
+from retrylake.lakehouse import Lakehouse
+
+
+def fact_marts(lakehouse: Lakehouse) -> list[str]:
+    """The project's fact marts: the models tagged `fact_mart`, as listed by the manifest of the
+    lakehouse's last dbt run. A new fact mart is compared without a test listing it."""
+    manifest = json.loads((lakehouse.dbt_target / "manifest.json").read_text())
+    names = sorted(
+        node.get("alias") or node["name"]
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and "fact_mart" in node["tags"]
+    )
+    assert "message_lifecycles" in names, names  # the tag is there, and read right
+    return names
 
 
 def rows(spark: Any, table: str, columns: list[str], where: str = "true") -> list[dict]:

@@ -16,11 +16,10 @@ from retrylake.commands import build
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
 from tests.conftest import PROJECT_DIR
-from tests.integration.helpers import table_snapshot
+from tests.integration.helpers import fact_marts, table_snapshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-FACT_MARTS = ("consume_attempts", "retry_decisions", "message_lifecycles", "dlq_messages")
 KILL_WHEN = "START sql incremental model retrylake.message_lifecycles"
 
 
@@ -83,7 +82,7 @@ def test_a_killed_build_recovers_to_a_clean_build(spark, lakehouse: Lakehouse, t
         full_refresh=True,
         exclude=["resource_type:test", "resource_type:unit_test"],
     )
-    for name in FACT_MARTS:
+    for name in fact_marts(lakehouse):
         clean = spark.table(f"retrylake.{name}")
         expected = table_snapshot(spark, f"retrylake.{name}")
         recovered = _snapshot_files(spark, crashed / "warehouse", name, clean.columns)

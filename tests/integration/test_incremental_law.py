@@ -19,19 +19,12 @@ from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
 from tests.conftest import PROJECT_DIR
-from tests.integration.helpers import table_snapshot
+from tests.integration.helpers import fact_marts, table_snapshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-MARTS = (
-    "consume_attempts",
-    "retry_decisions",
-    "message_lifecycles",
-    "dlq_messages",
-    "group_retry_stats_daily",
-    "consumer_groups",
-    "delay_levels",
-)
+# Compared besides the fact marts: the effective configuration (and the quarantine, below).
+CONFIG_MARTS = ("consumer_groups", "delay_levels")
 DAY_MS = 86_400_000
 
 
@@ -69,8 +62,9 @@ def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
     )
 
 
-def _marts(spark) -> dict[str, list[tuple]]:
-    snapshot = {name: table_snapshot(spark, f"retrylake.{name}") for name in MARTS}
+def _marts(spark, lakehouse: Lakehouse) -> dict[str, list[tuple]]:
+    names = [*fact_marts(lakehouse), *CONFIG_MARTS]
+    snapshot = {name: table_snapshot(spark, f"retrylake.{name}") for name in names}
     snapshot["landing_quarantine"] = sorted(
         tuple(row)
         for row in spark.sql(
@@ -110,7 +104,7 @@ def full_build(spark, lakehouse: Lakehouse, landing_lines, tmp_path_factory):
     landing = tmp_path_factory.mktemp("law-full")
     _write_batch(landing, 0, landing_lines)
     build(PROJECT_DIR, Lakehouse(lakehouse.root, landing), full_refresh=True)  # with all tests
-    return _marts(spark)
+    return _marts(spark, lakehouse)
 
 
 def _build_in_batches(spark, lakehouse: Lakehouse, batches: list[list[str]], landing: Path):
@@ -120,7 +114,7 @@ def _build_in_batches(spark, lakehouse: Lakehouse, batches: list[list[str]], lan
         # `run` rather than `build`: the seeds are loaded and the data tests ran in the full build
         command = ["run", "--full-refresh"] if number == 0 else ["run"]
         dbt(PROJECT_DIR, Lakehouse(lakehouse.root, landing), command)
-    return _marts(spark)
+    return _marts(spark, lakehouse)
 
 
 def _assert_same(built: dict, full: dict) -> None:
@@ -159,4 +153,4 @@ def test_adversarial_split_builds_the_same_marts(
 
     # and building again with no new data changes nothing
     dbt(PROJECT_DIR, Lakehouse(lakehouse.root, tmp_path / "landing"), ["run"])
-    _assert_same(_marts(spark), full_build)
+    _assert_same(_marts(spark, lakehouse), full_build)
