@@ -43,7 +43,7 @@ from typing import IO, Protocol
 from retrylake.config_check import GROUP_COLUMNS
 from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import trace_format as tf
-from retrylake.sim.rules import CONSUME_TIMEOUT_MS, Decision, Group, decide
+from retrylake.sim.rules import CONSUME_TIMEOUT_MS, DEFAULT_CLUSTER_NAME, Decision, Group, decide
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 HOUR_MS = 3_600_000
@@ -107,19 +107,21 @@ BEHAVIOURS = {
 GROUPS = {
     group.name: group
     for group in (
-        Group("order-service", broker_cluster="DefaultCluster"),
-        Group("inventory-sync", max_reconsume_times=3, broker_cluster="DefaultCluster"),
+        Group("order-service", broker_cluster=DEFAULT_CLUSTER_NAME),
+        Group("inventory-sync", max_reconsume_times=3, broker_cluster=DEFAULT_CLUSTER_NAME),
         Group(
             "payment-ledger",
             consume_mode="ORDERLY",
             max_reconsume_times=3,
-            broker_cluster="DefaultCluster",
+            broker_cluster=DEFAULT_CLUSTER_NAME,
         ),
-        Group("cache-invalidator", message_model="BROADCASTING", broker_cluster="DefaultCluster"),
-        Group("audit-archiver", retry_queue_nums=0, broker_cluster="DefaultCluster"),
-        Group("bulk-importer", max_reconsume_times=20, broker_cluster="DefaultCluster"),
+        Group(
+            "cache-invalidator", message_model="BROADCASTING", broker_cluster=DEFAULT_CLUSTER_NAME
+        ),
+        Group("audit-archiver", retry_queue_nums=0, broker_cluster=DEFAULT_CLUSTER_NAME),
+        Group("bulk-importer", max_reconsume_times=20, broker_cluster=DEFAULT_CLUSTER_NAME),
         Group("search-indexer", broker_cluster="fast-cluster"),
-        Group("fraud-check", delay_level_when_next_consume=-1, broker_cluster="DefaultCluster"),
+        Group("fraud-check", delay_level_when_next_consume=-1, broker_cluster=DEFAULT_CLUSTER_NAME),
         Group("notification-push", in_seed=False),
     )
 }
