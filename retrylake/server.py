@@ -42,6 +42,7 @@ def serve(
     spark_conf: dict[str, str] | None = None,
 ) -> None:
     """Run the Thrift server until Ctrl-C or SIGTERM, holding the lakehouse lock throughout."""
+    lakehouse.check_landing_exists()
     check_port_free(host, port)
     stop = threading.Event()
     previous = {
