@@ -8,7 +8,7 @@
 {% macro drop_moved_partitions() %}
     {%- if execute and is_incremental() -%}
         {%- set attempts = this if model.name == 'consume_attempts' else ref('consume_attempts') -%}
-        {%- set scope = ref('int_lifecycle_scope') -%}
+        {%- set partitions = ref('int_run__refresh_partitions') -%}
         {#- A moved lifecycle's old and new partitions are both in the scope. -#}
         {%- set stale_query -%}
             with current_partitions as (
@@ -18,7 +18,7 @@
                     min({{ first_delivery_hour('attempts.lifecycle_date', 'attempts.lifecycle_hour') }})
                         as first_delivery_hour
                 from {{ attempts }} as attempts
-                where {{ in_refresh_partitions(scope, 'attempts.') }}
+                where {{ in_refresh_partitions(partitions, 'attempts.') }}
                 group by attempts.consumer_group, attempts.msg_id
             )
 
@@ -31,7 +31,7 @@
                     written.consumer_group = current_partitions.consumer_group
                     and written.msg_id = current_partitions.msg_id
             where
-                {{ in_refresh_partitions(scope, 'written.') }}
+                {{ in_refresh_partitions(partitions, 'written.') }}
                 and {{ first_delivery_hour('written.lifecycle_date', 'written.lifecycle_hour') }}
                 > current_partitions.first_delivery_hour
         {%- endset -%}
@@ -53,7 +53,7 @@
             left anti join {{ ref('message_lifecycles') }} as lifecycles
                 on stats.stat_date = lifecycles.lifecycle_date
             where {{ in_refresh_partitions(
-                ref('int_lifecycle_scope'), 'stats.', grain='day', date_column='stat_date'
+                ref('int_run__refresh_partitions'), 'stats.', grain='day', date_column='stat_date'
             ) }}
         {%- endset -%}
         {%- for stale_date in run_query(stale_query).columns[0].values() -%}

@@ -5,7 +5,7 @@
 {#- The earliest `column` (a timestamp or date) of `relation`'s rows matching `condition`, as an
     ISO string, or none when there are none. -#}
 {% macro earliest_time(relation, column, condition) %}
-    {%- if not execute or '__dbt__cte__' in (relation | string) -%}
+    {%- if not execute or in_unit_test() -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set result = run_query("select cast(min(" ~ column ~ ") as string) from " ~ relation
@@ -15,7 +15,7 @@
 
 {#- How many of `relation`'s rows match `condition` (0 when not executing). -#}
 {% macro count_rows(relation, condition) %}
-    {%- if not execute or '__dbt__cte__' in (relation | string) -%}
+    {%- if not execute or in_unit_test() -%}
         {{ return(0) }}
     {%- endif -%}
     {{ return(run_query("select count(*) from " ~ relation ~ " where " ~ condition).columns[0].values()[0]) }}

@@ -1,37 +1,47 @@
 -- noqa: disable=LT02,LT05
 {#- (The noqa above: sqlfluff lays out these macros' Jinja branches as if they were one query.) -#}
-{#- How models read only the lifecycles in this run's refresh scope (int_lifecycle_scope). Models
-    pass relations through ref(), so dbt still sees the dependencies. On a first or full-refresh
-    build the scope is everything and no filter is applied. -#}
+{#- How models read only the lifecycles in this run's refresh scope. The scope's partitions are
+    computed once per run, into int_run__refresh_partitions; models pass that relation (and the
+    scope, int_run__lifecycle_scope) through ref(), so dbt still sees the dependencies. On a first
+    or full-refresh build the scope is everything and no filter is applied. In a dbt unit test
+    (in_unit_test) the fixtures are the scope: they are read as plain subqueries. -#}
 
 {% macro refresh_scope_is_everything() %}
+    {%- if in_unit_test() -%}
+        {{ return(false) }}
+    {%- endif -%}
     {{ return(previous_fact_relation('message_lifecycles') is none) }}
 {% endmacro %}
 
+{#- The partitions named in `partitions` (a relation of `lifecycle_date`, `lifecycle_hour` rows)
+    as (date, comma-separated hours) pairs, read now so they can be written as literals. -#}
+{% macro partitions_by_date(partitions) %}
+    {{ return(run_query("select cast(lifecycle_date as string), "
+        ~ "concat_ws(', ', sort_array(collect_set(lifecycle_hour))) from " ~ partitions
+        ~ " where lifecycle_date is not null group by 1 order by 1").rows) }}
+{% endmacro %}
+
 {#- A filter on the partition columns of a fact mart (`lifecycle_date`, `lifecycle_hour`, with
-    the table alias `prefix`): the partitions named in `relation`, or with grain 'day' their
-    whole days, on `date_column`. The partitions are read first and written as literals, so
-    Spark prunes while planning. A unit test's fixture is a CTE, not a table: it gets the
-    equivalent subquery. -#}
-{% macro in_refresh_partitions(relation, prefix='', grain='hour', date_column='lifecycle_date') -%}
+    the table alias `prefix`): the partitions listed in `partitions`, or with grain 'day' their
+    whole days, on `date_column`. The list is read first and written as literals, so Spark
+    prunes while planning. -#}
+{% macro in_refresh_partitions(partitions, prefix='', grain='hour', date_column='lifecycle_date') -%}
     {%- set date_column = prefix ~ date_column -%}
     {%- set hour_column = prefix ~ 'lifecycle_hour' -%}
-    {%- if '__dbt__cte__' in (relation | string) or not execute -%}
+    {%- if not execute or in_unit_test() -%}
         {%- if grain == 'day' -%}
-            {{ date_column }} in (select lifecycle_date from {{ relation }})
+            {{ date_column }} in (select lifecycle_date from {{ partitions }})
         {%- else -%}
-            ({{ date_column }}, {{ hour_column }}) in (select lifecycle_date, lifecycle_hour from {{ relation }})
+            ({{ date_column }}, {{ hour_column }}) in (select lifecycle_date, lifecycle_hour from {{ partitions }})
         {%- endif -%}
     {%- else -%}
-        {%- set partitions = run_query("select cast(lifecycle_date as string), "
-            ~ "concat_ws(', ', sort_array(collect_set(lifecycle_hour))) from " ~ relation
-            ~ " where lifecycle_date is not null group by 1 order by 1").rows -%}
-        {%- if partitions | length == 0 -%}
+        {%- set by_date = partitions_by_date(partitions) -%}
+        {%- if by_date | length == 0 -%}
             false
         {%- elif grain == 'day' -%}
-            {{ date_column }} in ({% for row in partitions %}date'{{ row[0] }}'{{ ", " if not loop.last }}{% endfor %})
+            {{ date_column }} in ({% for row in by_date %}date'{{ row[0] }}'{{ ", " if not loop.last }}{% endfor %})
         {%- else -%}
-            ({% for row in partitions -%}
+            ({% for row in by_date -%}
                 ({{ date_column }} = date'{{ row[0] }}' and {{ hour_column }} in ({{ row[1] }}))
                 {{- " or " if not loop.last }}
             {%- endfor %})
@@ -41,26 +51,26 @@
 
 {#- The rows of a fact mart (`relation`) that belong to lifecycles in the scope: its partitions
     in the scope, which this run has just rewritten. With grain 'day', their whole days. -#}
-{% macro rows_in_refresh_scope(relation, scope, grain='hour') -%}
+{% macro rows_in_refresh_scope(relation, partitions, grain='hour') -%}
     select in_scope.*
     from {{ relation }} as in_scope
     where
     {%- if not execute or refresh_scope_is_everything() %} true
-    {%- else %} {{ in_refresh_partitions(scope, 'in_scope.', grain) }}
+    {%- else %} {{ in_refresh_partitions(partitions, 'in_scope.', grain) }}
     {%- endif %}
 {%- endmacro %}
 
 {#- The trace records (a typed staging view, `relation`) of lifecycles in the scope, matched on
-    `keys`. A lifecycle's records are stored in or after its first delivery's hour, less the clock skew;
-    `lookback_hours` widens that for records written earlier (a Pub). -#}
-{% macro records_in_refresh_scope(relation, scope, keys, lookback_hours) -%}
+    `keys`. A lifecycle's records are stored in or after its first delivery's hour, less the
+    clock skew; `lookback_hours` widens that for records written earlier (a Pub). -#}
+{% macro records_in_refresh_scope(relation, scope, partitions, keys, lookback_hours) -%}
     select in_scope.*
     from {{ relation }} as in_scope
     {%- if execute and not refresh_scope_is_everything() %}
-        {%- set earliest = earliest_time(scope, first_delivery_hour('lifecycle_date', 'lifecycle_hour'), 'true') %}
         left semi join {{ scope }} as scope
             on {% for key in keys %}in_scope.{{ key }} = scope.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-        {%- if '__dbt__cte__' not in (scope | string) %}
+        {%- if not in_unit_test() %}
+            {%- set earliest = earliest_time(partitions, first_delivery_hour('lifecycle_date', 'lifecycle_hour'), 'true') %}
         where in_scope.trace_stored_at >= {{ hours_before(earliest, lookback_hours) }}
         {%- endif %}
     {%- endif %}

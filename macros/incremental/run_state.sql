@@ -7,9 +7,18 @@
     {{ target.schema }}_meta.run_state
 {%- endmacro %}
 
+{#- The fact marts are the models tagged `fact_mart` (every model in models/marts/ledger, by
+    dbt_project.yml), so a new fact mart cannot be forgotten here. -#}
 {% macro fact_mart_names() -%}
-    {{ return(['consume_attempts', 'retry_decisions', 'message_lifecycles', 'dlq_messages',
-               'group_retry_stats_daily']) }}
+    {%- set names = [] -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and 'fact_mart' in node.tags -%}
+        {%- do names.append(node.name) -%}
+    {%- endfor -%}
+    {%- if execute and names | length == 0 -%}
+        {{ exceptions.raise_compiler_error("no model is tagged fact_mart; see dbt_project.yml") }}
+    {%- endif -%}
+    {{ return(names | sort) }}
 {%- endmacro %}
 
 {% macro create_run_state() %}

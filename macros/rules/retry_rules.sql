@@ -73,6 +73,65 @@
     ({{ consume_mode }} = 'ORDERLY' and {{ client_line }} = 'remoting-4.9')
 {%- endmacro %}
 
+{#- The delay level a decision sends the message through the schedule topic with, or null:
+    RETRY at the escalated level; an orderly DLQ send that a 4.9.x broker still delays, at
+    3 + r clamped like any escalation (§1.3); nothing else is delayed. -#}
+{% macro scheduled_delay_level(decision, consume_mode, client_line, reconsume_times,
+                               client_delay_level, max_delay_level) -%}
+    case
+        when {{ decision }} = 'RETRY'
+            then {{ escalated_delay_level(reconsume_times, client_delay_level, max_delay_level) }}
+        when {{ decision }} = 'DLQ' and {{ orderly_dlq_is_delayed(consume_mode, client_line) }}
+            then {{ escalated_delay_level(reconsume_times, '0', max_delay_level) }}
+    end
+{%- endmacro %}
+
+{#- Level n waits in queue n - 1 of SCHEDULE_TOPIC_XXXX (§2.1). -#}
+{% macro schedule_queue_id(delay_level) -%}
+    {{ delay_level }} - 1
+{%- endmacro %}
+
+{#- Where a decision sends the message: %RETRY%<group> or %DLQ%<group> (§1.2), else null. -#}
+{% macro target_topic(decision, consumer_group) -%}
+    case
+        when {{ decision }} = 'RETRY' then concat('%RETRY%', {{ consumer_group }})
+        when {{ decision }} = 'DLQ' then {{ dlq_topic(consumer_group) }}
+    end
+{%- endmacro %}
+
+{% macro dlq_topic(consumer_group) -%}
+    concat('%DLQ%', {{ consumer_group }})
+{%- endmacro %}
+
+{#- The reconsumeTimes of the copy a decision creates (§1.2 step 10, §3.5): one more, for the
+    retry copy, the local retry and the DLQ copy alike; a dropped message has no next copy. -#}
+{% macro next_reconsume_times(decision, reconsume_times) -%}
+    case when {{ decision }} <> 'DROP' then {{ reconsume_times }} + 1 end
+{%- endmacro %}
+
+{#- Why a redelivery came (retry_decisions.redelivery_cause): SCHEDULED when it carries the
+    next reconsumeTimes, as the decision said; DUPLICATE_DELIVERY when it carries the same or an
+    earlier count (a rebalance, a crash or an offset reset delivered a stored copy again);
+    UNEXPLAINED when the count jumped ahead. -#}
+{% macro redelivery_cause(next_reconsume_times, observed_reconsume_times) -%}
+    case
+        when {{ observed_reconsume_times }} is null then null
+        when {{ observed_reconsume_times }} = {{ next_reconsume_times }} then 'SCHEDULED'
+        when {{ observed_reconsume_times }} < {{ next_reconsume_times }} then 'DUPLICATE_DELIVERY'
+        else 'UNEXPLAINED'
+    end
+{%- endmacro %}
+
+{#- Whether a lifecycle whose redelivery is due at `expected_redelivery_at` is still awaited
+    (WAITING_RETRY) rather than RETRY_OVERDUE: due no earlier than `retry_overdue_grace_seconds`
+    before the watermark. The grace covers schedule polling and a busy consumer's pull lag. -#}
+{% macro retry_is_awaited(expected_redelivery_at, watermark_at) -%}
+    {{ expected_redelivery_at }}
+    >= {{ add_millis(watermark_at, '-1000 * ' ~ var('retry_overdue_grace_seconds')) }}
+{%- endmacro %}
+
+{#- A timestamp moved by a number of milliseconds (an SQL expression), exactly: interval
+    arithmetic would need a literal. -#}
 {% macro add_millis(ts, millis) -%}
     timestamp_millis(unix_millis({{ ts }}) + {{ millis }})
 {%- endmacro %}

@@ -1,28 +1,8 @@
--- The delay-level table of each broker cluster, parsed from `message_delay_level` exactly as
--- ScheduleMessageService.parseDelayLevel does (spec §2.3). The one place the delay table lives.
+-- The delay-level table of every broker cluster, as the rules use it (int_delay_levels).
 with
 
-configured as (
-    select * from {{ ref('broker_delay_levels') }}
-),
-
-parsed as (
-    select
-        broker_cluster,
-        message_delay_level,
-        parse_delay_levels(message_delay_level) as levels
-    from configured
-),
-
-exploded as (
-    select
-        parsed.broker_cluster,
-        parsed.message_delay_level,
-        delay.level,
-        delay.token,
-        delay.delay_ms
-    from parsed
-        lateral view inline(parsed.levels) delay as level, token, delay_ms
+delay_levels as (
+    select * from {{ ref('int_delay_levels') }}
 ),
 
 final as (
@@ -31,10 +11,10 @@ final as (
         level,
         token,
         delay_ms,
-        level - 1 as schedule_queue_id,
-        level = max(level) over (partition by broker_cluster) as is_max_level,
+        schedule_queue_id,
+        is_max_level,
         message_delay_level
-    from exploded
+    from delay_levels
 )
 
 select * from final

@@ -1,10 +1,10 @@
 {{ config(post_hook="{{ drop_moved_partitions() }}") }}
--- depends_on: {{ ref('int_lifecycle_scope') }}  (read by the post-hook)
+-- depends_on: {{ ref('int_run__refresh_partitions') }}  (read by the post-hook)
 -- One row per delivery of a message to a consumer group.
 with
 
 attempts as (
-    select * from {{ ref('int_consume_attempts') }}
+    select * from {{ ref('int_run__consume_attempts') }}
 ),
 
 final as (

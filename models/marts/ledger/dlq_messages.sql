@@ -4,12 +4,12 @@
 with
 
 lifecycles as (
-    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_lifecycle_scope')) }}
+    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_run__refresh_partitions')) }}
         and in_scope.final_state = 'DLQ'
 ),
 
 dlq_decisions as (
-    {{ rows_in_refresh_scope(ref('retry_decisions'), ref('int_lifecycle_scope')) }}
+    {{ rows_in_refresh_scope(ref('retry_decisions'), ref('int_run__refresh_partitions')) }}
         and in_scope.decision = 'DLQ'
 ),
 

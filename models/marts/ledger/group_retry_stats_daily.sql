@@ -4,11 +4,11 @@
 with
 
 lifecycles as (
-    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_lifecycle_scope'), grain='day') }}
+    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_run__refresh_partitions'), grain='day') }}
 ),
 
 attempts as (
-    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_lifecycle_scope'), grain='day') }}
+    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_run__refresh_partitions'), grain='day') }}
 ),
 
 first_deliveries as (

@@ -1,42 +1,163 @@
 {{ config(post_hook="{{ drop_moved_partitions() }}") }}
--- depends_on: {{ ref('consume_attempts') }}, {{ ref('int_lifecycle_scope') }}  (read by the post-hook)
--- One row per failed delivery: what the client and broker did with it, and whether the
--- redelivery came when the rules say it should.
+-- depends_on: {{ ref('int_run__refresh_partitions') }}  (read by the post-hook)
+-- One row per failed delivery: what the client and broker did with it under the group's
+-- settings (spec §11, through the rule macros of macros/rules/retry_rules.sql), and whether the
+-- redelivery came when and as the rules say.
 with
 
-decisions as (
-    select * from {{ ref('int_retry_decisions') }}
+attempts as (
+    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_run__refresh_partitions')) }}
+),
+
+consumer_groups as (
+    select * from {{ ref('int_consumer_group_settings') }}
+),
+
+delay_levels as (
+    select * from {{ ref('int_delay_levels') }}
 ),
 
 published as (
-    select * from {{ ref('int_published_messages') }}
+    select * from {{ ref('int_run__published_messages') }}
+),
+
+highest_levels as (
+    select
+        broker_cluster,
+        max(level) as max_delay_level
+    from delay_levels
+    group by broker_cluster
+),
+
+-- The next delivery of the same message to the same group is the observed redelivery.
+sequenced as (
+    select
+        *,
+        lead(consume_started_at) over next_delivery as next_consume_started_at,
+        lead(reconsume_times) over next_delivery as next_delivery_reconsume_times
+    from attempts
+    window next_delivery as (partition by consumer_group, msg_id order by delivery_number)
+),
+
+failed_deliveries as (
+    select
+        consumer_group,
+        msg_id,
+        request_id,
+        delivery_number,
+        reconsume_times,
+        consume_ended_at as failed_at,
+        next_consume_started_at,
+        next_delivery_reconsume_times,
+        lifecycle_date,
+        lifecycle_hour
+    from sequenced
+    where not is_success
+),
+
+with_settings as (
+    select
+        failed_deliveries.*,
+        consumer_groups.message_model,
+        consumer_groups.consume_mode,
+        consumer_groups.effective_max_reconsume_times,
+        consumer_groups.retry_queue_nums,
+        consumer_groups.delay_level_when_next_consume,
+        consumer_groups.effective_suspend_millis,
+        consumer_groups.client_line,
+        consumer_groups.delay_cluster,
+        highest_levels.max_delay_level
+    from failed_deliveries
+    inner join consumer_groups
+        on failed_deliveries.consumer_group = consumer_groups.consumer_group
+    inner join highest_levels
+        on consumer_groups.delay_cluster = highest_levels.broker_cluster
+),
+
+decided as (
+    select
+        *,
+        {{ retry_decision(
+            'message_model', 'consume_mode', 'retry_queue_nums', 'reconsume_times',
+            'effective_max_reconsume_times', 'delay_level_when_next_consume'
+        ) }} as decision
+    from with_settings
+),
+
+scheduled as (
+    select
+        *,
+        {{ scheduled_delay_level(
+            'decision', 'consume_mode', 'client_line', 'reconsume_times',
+            'delay_level_when_next_consume', 'max_delay_level'
+        ) }} as delay_level,
+        {{ next_reconsume_times('decision', 'reconsume_times') }} as next_reconsume_times
+    from decided
+),
+
+timed as (
+    select
+        scheduled.*,
+        case
+            when scheduled.decision = 'LOCAL_RETRY' then scheduled.effective_suspend_millis
+            else delay_levels.delay_ms
+        end as delay_ms,
+        scheduled.decision in ('RETRY', 'LOCAL_RETRY') as is_redelivered
+    from scheduled
+    left join delay_levels
+        on
+            scheduled.delay_cluster = delay_levels.broker_cluster
+            and scheduled.delay_level = delay_levels.level
 ),
 
 final as (
     select
-        decisions.consumer_group,
-        decisions.msg_id,
+        timed.consumer_group,
+        timed.msg_id,
         published.origin_msg_id,
-        decisions.request_id,
-        decisions.delivery_number,
-        decisions.reconsume_times,
-        decisions.failed_at,
-        decisions.decision,
-        decisions.dlq_reason,
-        decisions.delay_level,
-        decisions.delay_ms,
-        decisions.schedule_queue_id,
-        decisions.target_topic,
-        decisions.next_reconsume_times,
-        decisions.expected_redelivery_at,
-        decisions.observed_redelivery_at,
-        decisions.redelivery_lag_ms,
-        decisions.entered_dlq_at,
-        decisions.lifecycle_date,
-        decisions.lifecycle_hour
-    from decisions
+        timed.request_id,
+        timed.delivery_number,
+        timed.reconsume_times,
+        timed.failed_at,
+        timed.decision,
+        case
+            when timed.decision = 'DLQ'
+                then {{ dlq_reason('timed.delay_level_when_next_consume', 'timed.consume_mode') }}
+        end as dlq_reason,
+        timed.delay_level,
+        timed.delay_ms,
+        {{ schedule_queue_id('timed.delay_level') }} as schedule_queue_id,
+        {{ target_topic('timed.decision', 'timed.consumer_group') }} as target_topic,
+        timed.next_reconsume_times,
+        case
+            when timed.is_redelivered then {{ add_millis('timed.failed_at', 'timed.delay_ms') }}
+        end as expected_redelivery_at,
+        case when timed.is_redelivered then timed.next_consume_started_at end
+            as observed_redelivery_at,
+        case
+            when timed.is_redelivered
+                then
+                    unix_millis(timed.next_consume_started_at)
+                    - unix_millis(timed.failed_at)
+                    - timed.delay_ms
+        end as redelivery_lag_ms,
+        case when timed.is_redelivered then timed.next_delivery_reconsume_times end
+            as observed_reconsume_times,
+        case
+            when timed.is_redelivered
+                then {{ redelivery_cause(
+                    'timed.next_reconsume_times', 'timed.next_delivery_reconsume_times'
+                ) }}
+        end as redelivery_cause,
+        case
+            when timed.decision = 'DLQ'
+                then {{ add_millis('timed.failed_at', 'coalesce(timed.delay_ms, 0)') }}
+        end as entered_dlq_at,
+        timed.lifecycle_date,
+        timed.lifecycle_hour
+    from timed
     left join published
-        on decisions.msg_id = published.msg_id
+        on timed.msg_id = published.msg_id
 )
 
 select * from final

@@ -4,7 +4,10 @@ with
 
 scoped_sub_before as (
     {{ records_in_refresh_scope(
-        ref('stg_trace__sub_before'), ref('int_lifecycle_scope'), ['consumer_group', 'msg_id'],
+        ref('stg_trace__sub_before'),
+        ref('int_run__lifecycle_scope'),
+        ref('int_run__refresh_partitions'),
+        ['consumer_group', 'msg_id'],
         var('trace_clock_skew_hours')
     ) }}
 ),
@@ -29,7 +32,10 @@ unique_sub_before as (
 
 scoped_sub_after as (
     {{ records_in_refresh_scope(
-        ref('stg_trace__sub_after'), ref('int_lifecycle_scope'), ['msg_id'],
+        ref('stg_trace__sub_after'),
+        ref('int_run__lifecycle_scope'),
+        ref('int_run__refresh_partitions'),
+        ['msg_id'],
         var('trace_clock_skew_hours')
     ) }}
 ),

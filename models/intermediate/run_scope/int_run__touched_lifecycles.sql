@@ -4,7 +4,7 @@
     - lifecycles waiting for a retry, which turn RETRY_OVERDUE as the watermark moves.
     Each lookup into the history is bounded by how far back the new records can reach (see
     macros/incremental/lookback.sql). Empty on a first or full-refresh build, which recomputes
-    everything. Run bookkeeping, kept in the `_meta` schema with the run state. -#}
+    everything. -#}
 {{ config(materialized='table', schema='meta') }}
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
 {%- set incremental_run = previous_lifecycles is not none %}
@@ -24,7 +24,8 @@
     {%- set earliest_new_pub = earliest_time(pubs, 'published_at', 'load_id > ' ~ processed) %}
     {#- The new records, and so the touched lifecycles, are few next to the history unless a run
         catches up a large backlog: broadcast them, so the history is scanned but not shuffled. -#}
-    {%- set few_new = (count_rows(records, 'load_id > ' ~ processed) | int) < 2000000 %}
+    {%- set few_new = (count_rows(records, 'load_id > ' ~ processed) | int)
+        < var('broadcast_max_new_records') | int %}
 
     with
 

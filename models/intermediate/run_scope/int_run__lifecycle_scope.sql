@@ -1,12 +1,12 @@
 {#- The (group, message) lifecycles this run recomputes. The fact marts are partitioned by
     `lifecycle_date` and `lifecycle_hour` (the UTC date and hour of the first delivery), and a run
     rewrites whole partitions, so the scope is every lifecycle in a partition that a touched
-    lifecycle (int_touched_lifecycles) was or will be in. Its (date, hour) pairs are the
+    lifecycle (int_run__touched_lifecycles) was or will be in. Its (date, hour) pairs are the
     partitions the fact marts rewrite and read back. Empty on a first or full-refresh build,
-    which recomputes everything. -#}
+    which recomputes everything. int_run__refresh_partitions lists its partitions once. -#}
 {{ config(materialized='table', schema='meta') }}
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
-{%- set touched_lifecycles = ref('int_touched_lifecycles') %}
+{%- set touched_lifecycles = ref('int_run__touched_lifecycles') %}
 
 {% if previous_lifecycles is none %}
 

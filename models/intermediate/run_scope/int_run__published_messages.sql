@@ -5,7 +5,10 @@ with
 -- A message is published at most the broker's retention before its first delivery.
 scoped_pubs as (
     {{ records_in_refresh_scope(
-        ref('stg_trace__pub'), ref('int_lifecycle_scope'), ['msg_id'],
+        ref('stg_trace__pub'),
+        ref('int_run__lifecycle_scope'),
+        ref('int_run__refresh_partitions'),
+        ['msg_id'],
         var('trace_clock_skew_hours') + var('message_retention_hours')
     ) }}
 ),
