@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,6 +78,7 @@ def start_session(
                 f"this process already runs Spark on {warehouse}; one process serves one lakehouse"
             )
         lakehouse.prepare()
+        remove_unfinished_tables(active, lakehouse)
         return active
 
     lakehouse.prepare()
@@ -114,4 +116,35 @@ def start_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("RETRYLAKE_SPARK_LOG_LEVEL", "WARN"))
     register_udfs(spark)
+    remove_unfinished_tables(spark, lakehouse)
     return spark
+
+
+def remove_unfinished_tables(spark: SparkSession, lakehouse: Lakehouse) -> list[Path]:
+    """Remove the folders that a build killed while it created a table left behind.
+
+    Such a folder holds part of a table the metastore never registered, and Spark refuses to
+    create a managed table over a folder that is not empty (LOCATION_ALREADY_EXISTS), so the
+    next build would fail. One process owns a lakehouse, so a folder in one of retrylake's
+    databases without a table of its name is such a leftover. Only a local warehouse is checked.
+    """
+    warehouse = spark.conf.get("spark.sql.warehouse.dir") or ""
+    if Path(warehouse.removeprefix("file:")).resolve() != lakehouse.warehouse.resolve():
+        return []
+    removed = []
+    for database_folder in sorted(lakehouse.warehouse.glob("retrylake*.db")):
+        database = database_folder.name.removesuffix(".db")
+        if not spark.catalog.databaseExists(database):
+            continue
+        tables = {table.name.lower() for table in spark.catalog.listTables(database)}
+        for folder in sorted(database_folder.iterdir()):
+            unfinished = folder.is_dir() and folder.name.lower() not in tables
+            if unfinished and not folder.name.startswith((".", "_")):
+                shutil.rmtree(folder)
+                removed.append(folder)
+    for folder in removed:
+        print(
+            f"retrylake: removed {folder}, a table a killed build left unfinished",
+            file=sys.stderr,
+        )
+    return removed
