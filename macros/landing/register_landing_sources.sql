@@ -1,29 +1,37 @@
 {#- The landing zone is a folder of files, not a table: (re)declare it as external tables at the
-    start of every run, so the `landing` source always points at the configured folder.
-    `trace_files` reads each file into one row (`wholetext`) so staging can number its lines
-    exactly, and skips a file it cannot read (a truncated gzip) instead of failing the build;
-    `trace_file_list` lists every file without reading it, so such a file is still accounted
-    for. -#}
+    start of every run, so the `landing` source always points at the configured folder. For
+    each feed (`trace/`, `dlq/`), `<feed>_files` reads each file into one row (`wholetext`) so
+    staging can number its lines exactly, and skips a file it cannot read (a truncated gzip)
+    instead of failing the build; `<feed>_file_list` lists every file without reading it, so
+    such a file is still accounted for. -#}
 {% macro register_landing_sources() %}
     {%- if execute -%}
         {%- set landing = landing_path() | replace("'", "\\'") -%}
         {%- set schema = target.schema ~ '_landing' -%}
-        {%- set statements = [
-            "create database if not exists " ~ schema,
-            "drop table if exists " ~ schema ~ ".trace_files",
-            "create table " ~ schema ~ ".trace_files using text options (path '"
-                ~ landing ~ "/trace', wholetext 'true', recursiveFileLookup 'true',"
-                ~ " pathGlobFilter '*.{jsonl,jsonl.gz}', ignoreCorruptFiles 'true')",
-            "drop table if exists " ~ schema ~ ".trace_file_list",
-            "create table " ~ schema ~ ".trace_file_list using binaryFile options (path '"
-                ~ landing ~ "/trace', recursiveFileLookup 'true',"
-                ~ " pathGlobFilter '*.{jsonl,jsonl.gz}')",
-        ] -%}
+        {%- set statements = ["create database if not exists " ~ schema] -%}
+        {%- for feed in landing_feeds() -%}
+            {%- set folder = landing ~ "/" ~ feed -%}
+            {%- do statements.extend([
+                "drop table if exists " ~ schema ~ "." ~ feed ~ "_files",
+                "create table " ~ schema ~ "." ~ feed ~ "_files using text options (path '"
+                    ~ folder ~ "', wholetext 'true', recursiveFileLookup 'true',"
+                    ~ " pathGlobFilter '*.{jsonl,jsonl.gz}', ignoreCorruptFiles 'true')",
+                "drop table if exists " ~ schema ~ "." ~ feed ~ "_file_list",
+                "create table " ~ schema ~ "." ~ feed ~ "_file_list using binaryFile options (path '"
+                    ~ folder ~ "', recursiveFileLookup 'true',"
+                    ~ " pathGlobFilter '*.{jsonl,jsonl.gz}')",
+            ]) -%}
+        {%- endfor -%}
         {%- for statement in statements -%}
             {%- do run_query(statement) -%}
         {%- endfor -%}
     {%- endif -%}
     select 1
+{% endmacro %}
+
+{#- The landing zone's feeds, one folder each: the trace topic and the dead-letter topics. -#}
+{% macro landing_feeds() %}
+    {{ return(['trace', 'dlq']) }}
 {% endmacro %}
 
 {#- The landing folder: `var('landing_path')` (set by `retrylake build` and by $RETRYLAKE_LANDING),

@@ -1,8 +1,9 @@
 {{ config(materialized='view') }}
 
--- Every landing line or trace record that could not be used, with the reason. Together with the
--- parsed lines it accounts for every line that landed. A view: records that wait for a partner
--- (a SubAfter whose SubBefore has not landed yet) leave it as soon as the partner arrives.
+-- Every landing line (trace/ and dlq/) or trace record that could not be used, with the reason.
+-- Together with the parsed lines it accounts for every line that landed. A view: records that
+-- wait for a partner (a SubAfter whose SubBefore has not landed yet) leave it as soon as the
+-- partner arrives.
 with
 
 lines as (
@@ -11,6 +12,10 @@ lines as (
 
 records as (
     select * from {{ ref('stg_trace__records') }}
+),
+
+dlq_lines as (
+    select * from {{ ref('stg_landing__dlq_lines') }}
 ),
 
 rejected_lines as (
@@ -22,6 +27,18 @@ rejected_lines as (
         raw_text,
         line_error as reason
     from lines
+    where line_error is not null
+),
+
+rejected_dlq_lines as (
+    select
+        'dlq' as source,
+        source_file as file,
+        line_number as line,
+        cast(null as int) as record_index,
+        raw_text,
+        line_error as reason
+    from dlq_lines
     where line_error is not null
 ),
 
@@ -85,6 +102,8 @@ orphan_results as (
 
 final as (
     select * from rejected_lines
+    union all
+    select * from rejected_dlq_lines
     union all
     select * from rejected_records
     union all

@@ -1,7 +1,7 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
-    post_hook="{{ record_unreadable_files() }}",
+    post_hook="{{ record_unreadable_files(source('landing', 'trace_file_list')) }}",
 ) }}
 
 {#- One row per line of every landing file, parsed or not. Files are immutable once landed
@@ -10,51 +10,13 @@
     so an incremental run reads only the new files, however large the landing zone grows. A file
     the text reader skips (truncated or corrupt) is recorded by the post-hook. -#}
 {%- set load_id = next_load_id() %}
-{%- set new_files = unread_landing_files() if is_incremental() else none %}
+{%- set file_list = source('landing', 'trace_file_list') %}
+{%- set new_files = unread_landing_files(file_list) if is_incremental() else none %}
 
 with
 
-landing_files as (
-    select
-        -- the text source's hidden per-file column; sqlfluff cannot resolve it
-        trace_files._metadata.file_path as source_file,  -- noqa: RF01
-        trace_files.value as file_text
-    from {{ source('landing', 'trace_files') }} as trace_files
-    {% if new_files is not none %}
-        where {{ landing_file_filter('trace_files._metadata.file_path', new_files) }}
-    {% endif %}
-),
-
-file_lines as (
-    select
-        source_file,
-        split(file_text, '\n') as lines
-    from landing_files
-),
-
-numbered_lines as (
-    select
-        file_lines.source_file,
-        size(file_lines.lines) as line_count,
-        numbered.line_index + 1 as line_number,
-        -- one carriage return of a CRLF line ending
-        if(
-            endswith(numbered.line_text, '\r'),
-            left(numbered.line_text, length(numbered.line_text) - 1),
-            numbered.line_text
-        ) as line_text
-    from file_lines
-        lateral view posexplode(file_lines.lines) numbered as line_index, line_text
-),
-
--- The newline that ends the last line does not start another one.
 physical_lines as (
-    select
-        source_file,
-        line_number,
-        line_text
-    from numbered_lines
-    where not (line_number = line_count and line_text = '')
+    {{ landing_lines(source('landing', 'trace_files'), new_files) }}
 ),
 
 parsed as (
@@ -92,10 +54,8 @@ checked as (
         trace_message.`keys` as trace_keys,
         coalesce(trace_message.`body`, cast(decoded.body_bytes as string)) as body,
         case
-            when trim(decoded.line_text) = '' then 'empty line'
-            -- the text reader turns invalid UTF-8 bytes into U+FFFD
-            when not is_valid_utf8(decoded.line_text) or instr(decoded.line_text, '\uFFFD') > 0
-                then 'line is not valid UTF-8'
+            when {{ unreadable_line_error('decoded.line_text') }} is not null
+                then {{ unreadable_line_error('decoded.line_text') }}
             when decoded.trace_message is null or trace_message.`_corrupt_record` is not null
                 then 'not a valid JSON object'
             when trace_message.`msgId` is null or trace_message.`msgId` = '' then 'missing msgId'

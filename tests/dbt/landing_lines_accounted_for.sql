@@ -1,5 +1,6 @@
--- Every line of every landing file is either parsed or quarantined, exactly once: the lines
--- counted in the files themselves equal the lines staged, file by file.
+-- Every line of every landing file, in each feed (trace/, dlq/), is either parsed or
+-- quarantined, exactly once: the lines counted in the files themselves equal the lines staged,
+-- file by file.
 with
 
 landing_files as (
@@ -7,6 +8,13 @@ landing_files as (
         trace_files._metadata.file_path as source_file,  -- noqa: RF01
         split(trace_files.value, '\n') as lines
     from {{ source('landing', 'trace_files') }} as trace_files
+
+    union all
+
+    select
+        dlq_files._metadata.file_path as source_file,  -- noqa: RF01
+        split(dlq_files.value, '\n') as lines
+    from {{ source('landing', 'dlq_files') }} as dlq_files
 ),
 
 lines_in_files as (
@@ -17,13 +25,29 @@ lines_in_files as (
     from landing_files
 ),
 
+staged_lines as (
+    select
+        source_file,
+        line_number,
+        line_error
+    from {{ ref('stg_landing__trace_lines') }}
+
+    union all
+
+    select
+        source_file,
+        line_number,
+        line_error
+    from {{ ref('stg_landing__dlq_lines') }}
+),
+
 staged as (
     select
         source_file,
         count_if(line_error is null) as parsed_lines,
         count_if(line_error is not null) as quarantined_lines,
         count(distinct line_number) as distinct_lines
-    from {{ ref('stg_landing__trace_lines') }}
+    from staged_lines
     where line_number > 0  -- line 0 stands for a whole file that could not be read
     group by source_file
 ),

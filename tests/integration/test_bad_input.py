@@ -61,6 +61,37 @@ def _line(number: int, body: str, store: int, **extra: object) -> str:
     )
 
 
+def _dlq_copy(offset_id: str, **fields: object) -> dict:
+    """A message as a DLQ export reads it from %DLQ%order-service (design.md, Inputs)."""
+    return {
+        "msgId": "M1",
+        "offsetMsgId": offset_id,
+        "topic": f"%DLQ%{GROUP}",
+        "queueId": 0,
+        "reconsumeTimes": 17,
+        "bornTimestamp": T0 - 1000,
+        "storeTimestamp": T0 + 50_000,
+        "storeHost": "10.0.0.1:10911",
+        **fields,
+    }
+
+
+PROPERTIES = {"UNIQ_KEY": "M1", "ORIGIN_MESSAGE_ID": "ORIGIN-1", "RETRY_TOPIC": "orders"}
+# The same properties as the broker stores them (spec §7), with a segment Java skips (no key).
+PROPERTIES_STRING = "".join(f"{k}\u0001{v}\u0002" for k, v in PROPERTIES.items()) + "\u0001x\u0002"
+DLQ_LINES = [
+    json.dumps(_dlq_copy("A" * 32, properties={**PROPERTIES, "KEYS": "k1"})),
+    json.dumps(_dlq_copy("B" * 32, msgId="M2", propertiesString=PROPERTIES_STRING)),
+    # an overlapping export holds the first copy again: it counts once
+    json.dumps(_dlq_copy("A" * 32, properties={**PROPERTIES, "KEYS": "k1"})),
+    "{not json",
+    json.dumps({k: v for k, v in _dlq_copy("C" * 32, properties={}).items() if k != "offsetMsgId"}),
+    json.dumps(_dlq_copy("D" * 32, topic=f"%RETRY%{GROUP}", properties={})),
+    json.dumps(_dlq_copy("E" * 32, reconsumeTimes="x", properties={})),
+    json.dumps(_dlq_copy("F" * 32)),
+]
+
+
 @pytest.fixture(scope="module")
 def bad_landing(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFactory):
     landing = tmp_path_factory.mktemp("bad-landing")
@@ -122,6 +153,10 @@ def bad_landing(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFa
     packed = gzip.compress(noise.encode())
     (trace / "truncated.jsonl.gz").write_bytes(packed[: len(packed) // 2])
     (trace / "empty.jsonl").write_bytes(b"")
+    dlq = landing / "dlq" / "2026" / "03" / "01"
+    dlq.mkdir(parents=True)
+    (dlq / "dlq-export.jsonl").write_text("\n".join(DLQ_LINES) + "\n")
+    (dlq / "dlq-broken.jsonl.gz").write_bytes(packed[: len(packed) // 3])
     build(PROJECT_DIR, Lakehouse(lakehouse.root, landing), full_refresh=True)
     spark.catalog.setCurrentDatabase("retrylake")
     return lines
@@ -145,6 +180,12 @@ def test_bad_lines_and_records_are_quarantined_with_a_reason(spark, bad_landing)
             ("mixed.jsonl", 11, "request id R6 reused for another delivery of M3"),
             ("mixed.jsonl", 12, "SubAfter without its SubBefore (request R7)"),
             ("truncated.jsonl.gz", 0, "file could not be read: truncated or corrupt"),
+            ("dlq-export.jsonl", 4, "not a valid JSON object"),
+            ("dlq-export.jsonl", 5, "missing offsetMsgId"),
+            ("dlq-export.jsonl", 6, "topic is not a dead-letter topic: %RETRY%order-service"),
+            ("dlq-export.jsonl", 7, "reconsumeTimes missing or not a number"),
+            ("dlq-export.jsonl", 8, "neither properties nor propertiesString"),
+            ("dlq-broken.jsonl.gz", 0, "file could not be read: truncated or corrupt"),
         ]
     )
 
@@ -155,6 +196,42 @@ def test_every_line_is_accounted_for(spark, bad_landing):
         "from retrylake_staging.stg_landing__trace_lines where line_number > 0"
     ).first()
     assert staged.parsed + staged.bad == len(bad_landing) + 1  # + the invalid-bytes line
+    dlq = spark.sql(
+        "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
+        "from retrylake_staging.stg_landing__dlq_lines where line_number > 0"
+    ).first()
+    assert (dlq.parsed, dlq.bad) == (3, len(DLQ_LINES) - 3)
+
+
+def test_dead_letter_copies_are_staged_once_with_their_properties(spark, bad_landing):
+    copies = rows(
+        spark,
+        "retrylake_staging.stg_dlq__messages",
+        [
+            "consumer_group",
+            "msg_id",
+            "offset_msg_id",
+            "reconsume_times",
+            "uniq_key",
+            "origin_msg_id",
+            "retry_topic",
+            "keys",
+            "copies_landed",
+            "stored_at",
+        ],
+    )
+    common = {
+        "consumer_group": GROUP,
+        "reconsume_times": 17,
+        "uniq_key": "M1",
+        "origin_msg_id": "ORIGIN-1",
+        "retry_topic": "orders",
+        "stored_at": T0 + 50_000,
+    }
+    assert sorted(copies, key=lambda row: row["offset_msg_id"]) == [
+        {**common, "msg_id": "M1", "offset_msg_id": "A" * 32, "keys": "k1", "copies_landed": 2},
+        {**common, "msg_id": "M2", "offset_msg_id": "B" * 32, "keys": None, "copies_landed": 1},
+    ]
 
 
 def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):

@@ -100,6 +100,43 @@ def test_every_dead_letter_matches_the_ground_truth(spark, generated):
     assert len(expected) == stats.dlq_messages > 0
 
 
+def test_every_exported_dead_letter_copy_is_staged_once(spark, generated):
+    """The generator's dlq/ export, half its lines with a properties object and half with the
+    stored properties string: every line parsed, one copy per dead letter, the properties the
+    broker sets read back alike from both encodings."""
+    config, stats = generated
+    lines = sum(
+        len(path.read_text().splitlines()) for path in (config.out / "dlq").rglob("*.jsonl")
+    )
+    staged = spark.sql(
+        "select count(*) as lines, count_if(line_error is null) as parsed "
+        "from retrylake_staging.stg_landing__dlq_lines"
+    ).first()
+    assert staged.lines == staged.parsed == lines == stats.dlq_messages > 0
+    truth = {
+        (row["consumer_group"], row["msg_id"]): row
+        for row in read_ground_truth(config.out)
+        if row["in_dlq"]
+    }
+    copies = rows(
+        spark,
+        "retrylake_staging.stg_dlq__messages",
+        ["consumer_group", "msg_id", "uniq_key", "retry_topic", "dlq_topic"],
+    )
+    assert {(copy["consumer_group"], copy["msg_id"]) for copy in copies} == set(truth)
+    topics = {
+        (row["consumer_group"], row["msg_id"]): row["topic"]
+        for row in rows(
+            spark, "retrylake.message_lifecycles", ["consumer_group", "msg_id", "topic"]
+        )
+    }
+    for copy in copies:
+        key = (copy["consumer_group"], copy["msg_id"])
+        assert copy["uniq_key"] == copy["msg_id"], copy
+        assert copy["dlq_topic"] == f"%DLQ%{copy['consumer_group']}", copy
+        assert copy["retry_topic"] == topics[key] or topics[key] is None, copy
+
+
 def test_transport_faults_are_accounted_for(spark, generated):
     _, stats = generated
     staged = spark.sql(

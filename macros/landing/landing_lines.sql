@@ -1,0 +1,60 @@
+-- noqa: disable=LT02,LT05
+{#- (The noqa above: sqlfluff lays out these macros as if they were one query.) -#}
+{#- The lines of a feed's landing files (`files`, a `<feed>_files` source: one row per file),
+    numbered from 1 in each file: a query of (source_file, line_number, line_text). With
+    `new_files` (a list of paths) only those files are read; Spark applies the filter while it
+    lists the folder, so the others are never opened. One carriage return of a CRLF ending is
+    dropped, and the newline that ends the last line does not start another one. -#}
+{% macro landing_lines(files, new_files=none) -%}
+    select
+        source_file,
+        line_number,
+        line_text
+    from (
+        select
+            landed.source_file,
+            size(landed.lines) as line_count,
+            numbered.line_index + 1 as line_number,
+            if(
+                endswith(numbered.line_text, '\r'),
+                left(numbered.line_text, length(numbered.line_text) - 1),
+                numbered.line_text
+            ) as line_text
+        from (
+            select
+                -- the text source's hidden per-file column; sqlfluff cannot resolve it
+                landing_files._metadata.file_path as source_file,  -- noqa: RF01
+                split(landing_files.value, '\n') as lines
+            from {{ files }} as landing_files
+            {%- if new_files is not none %}
+            where {{ landing_file_filter('landing_files._metadata.file_path', new_files) }}
+            {%- endif %}
+        ) as landed
+            lateral view posexplode(landed.lines) numbered as line_index, line_text
+    ) as numbered_lines
+    where not (line_number = line_count and line_text = '')
+{%- endmacro %}
+
+{#- Why a landed line cannot be read as text at all, or null: the checks every feed starts with. -#}
+{% macro unreadable_line_error(line_text) -%}
+    case
+        when trim({{ line_text }}) = '' then 'empty line'
+        -- the text reader turns invalid UTF-8 bytes into U+FFFD
+        when not is_valid_utf8({{ line_text }}) or instr({{ line_text }}, '\uFFFD') > 0
+            then 'line is not valid UTF-8'
+    end
+{%- endmacro %}
+
+{#- A filter naming the files to read. Spark evaluates a filter on `_metadata.file_path` while
+    it lists the files, so the others are never opened. -#}
+{% macro landing_file_filter(path_column, files) -%}
+    {%- if files | length == 0 -%}
+        false
+    {%- else -%}
+        {{ path_column }} in (
+        {%- for file in files -%}
+            '{{ file | replace("\\", "\\\\") | replace("'", "\\'") }}'{{ "," if not loop.last }}
+        {%- endfor -%}
+        )
+    {%- endif -%}
+{%- endmacro %}
