@@ -69,11 +69,18 @@
     {%- if execute and not refresh_scope_is_everything() %}
         left semi join {{ scope }} as scope
             on {% for key in keys %}in_scope.{{ key }} = scope.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-        {%- if not in_unit_test() %}
-            {%- set earliest = earliest_time(partitions, first_delivery_hour('lifecycle_date', 'lifecycle_hour'), 'true') %}
-        where in_scope.trace_stored_at >= {{ hours_before(earliest, lookback_hours) }}
-        {%- endif %}
+        {{ scope_lookback_where('in_scope.trace_stored_at', partitions, lookback_hours) }}
     {%- endif %}
+{%- endmacro %}
+
+{#- `where <stored_at> >= <bound>`: the records of the scope's lifecycles are stored in or after
+    the scope's earliest partition hour, less `lookback_hours`. Empty on a full build and in unit
+    tests, which read everything. -#}
+{% macro scope_lookback_where(stored_at, partitions, lookback_hours) -%}
+    {%- if execute and not in_unit_test() and not refresh_scope_is_everything() -%}
+        {%- set earliest = earliest_time(partitions, first_delivery_hour('lifecycle_date', 'lifecycle_hour'), 'true') -%}
+        where {{ stored_at }} >= {{ hours_before(earliest, lookback_hours) }}
+    {%- endif -%}
 {%- endmacro %}
 
 {#- The start of a lifecycle's partition hour, as a timestamp. -#}

@@ -135,3 +135,10 @@
 {% macro add_millis(ts, millis) -%}
     timestamp_millis(unix_millis({{ ts }}) + {{ millis }})
 {%- endmacro %}
+
+{#- Whether the client acked a delivery: the SubAfter's success flag, or an orderly listener's
+    ROLLBACK with autoCommit on (the default), which the client treats as success though its
+    SubAfter says success = false with the return code SUCCESS (§3.5). Null while in flight. -#}
+{% macro delivery_is_acked(traced_success, return_type, consume_mode) -%}
+    ({{ traced_success }} or ({{ consume_mode }} = 'ORDERLY' and {{ return_type }} = 'SUCCESS'))
+{%- endmacro %}

@@ -74,6 +74,7 @@ class Behaviour:
     transient: float = 0.03  # chance that a first delivery fails; halves per retry
     poison: float = 0.001  # share of messages that always fail for this group
     slow: float = 0.0005  # share of successes that take longer than the consume timeout
+    rollback: float = 0.0  # orderly only: share of successes returned as ROLLBACK
     outage: tuple[float, float] | None = None  # (start, end) as fractions of the run
     offline_from: float | None = None  # fraction of the run after which it consumes nothing
     request_window_ms: int = REQUEST_WINDOW_MS  # how long a consume request gathers messages
@@ -93,7 +94,9 @@ BEHAVIOURS = {
     "order-service": Behaviour(("orders",), transient=0.06, poison=0.002),
     "cache-invalidator": Behaviour(("orders",), cost_ms=5, transient=0.01),
     "inventory-sync": Behaviour(("stock",), transient=0.08, poison=0.003, outage=(0.30, 0.36)),
-    "payment-ledger": Behaviour(("payments",), cost_ms=60, transient=0.05, poison=0.002),
+    "payment-ledger": Behaviour(
+        ("payments",), cost_ms=60, transient=0.05, poison=0.002, rollback=0.02
+    ),
     "fraud-check": Behaviour(("payments",), transient=0.01, poison=0.001),
     "audit-archiver": Behaviour(("audit",), batch_size=8, transient=0.02),
     "bulk-importer": Behaviour(("imports",), batch_size=16, cost_ms=80, poison=0.01),
@@ -542,10 +545,14 @@ class Engine:
         ended = at + took
         if outcome == "IN_FLIGHT" or ended > self.end_ms:
             return  # still running at the end of the run: in flight
-        success = outcome in ("SUCCESS", "SLOW_SUCCESS")
-        return_type = {"SUCCESS": "SUCCESS", "SLOW_SUCCESS": "TIME_OUT"}.get(outcome, outcome)
-        # A 7-field SubAfter has no timestamp: the end is the start plus the per-message cost.
-        traced_end = ended if version.sub_after_fields >= 9 else at + took // size
+        # An orderly listener's ROLLBACK (autoCommit on) is acked, though the hook, and so the
+        # SubAfter, says success = false with the return type SUCCESS (spec §3.5).
+        traced_success = outcome in ("SUCCESS", "SLOW_SUCCESS")
+        success = traced_success or outcome == "ROLLBACK"
+        return_type = {"SLOW_SUCCESS": "TIME_OUT", "ROLLBACK": "SUCCESS"}.get(outcome, outcome)
+        # A 7-field SubAfter has no timestamp and its costTime is the request's time divided by
+        # its size (spec §5.2): the end a reader can know is the start plus costTime x size.
+        traced_end = ended if version.sub_after_fields >= 9 else at + took // size * size
         for lifecycle in request.lifecycles:
             lifecycle.in_flight = False
             self.record(
@@ -556,7 +563,7 @@ class Engine:
                     request_id=request_id,
                     msg_id=lifecycle.message.msg_id,
                     cost_ms=took // size,
-                    success=success,
+                    success=traced_success,
                     keys=lifecycle.message.keys,
                     return_type=return_type,
                     timestamp=ended,
@@ -571,7 +578,8 @@ class Engine:
             if success:
                 self._close(lifecycle, "CONSUMED")
                 continue
-            decision = decide(group, lifecycle.reconsume_times, traced_end, self.tables[group.name])
+            # The client sends the failures back when the whole request has ended.
+            decision = decide(group, lifecycle.reconsume_times, ended, self.tables[group.name])
             if delivery is not None:
                 delivery.decision = decision.decision
                 delivery.delay_level = decision.delay_level
@@ -840,6 +848,9 @@ class RandomTraffic:
                 if pick < 0:
                     return kind
             return FAILURE_KINDS[-1][0]
+        orderly = engine.groups[request.group].consume_mode == "ORDERLY"
+        if orderly and behaviour.rollback and self.rng.random() < behaviour.rollback:
+            return "ROLLBACK"  # an orderly listener's deprecated ROLLBACK, acked
         return "SLOW_SUCCESS" if self.rng.random() < behaviour.slow else "SUCCESS"
 
     def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:

@@ -153,8 +153,9 @@ class _Script:
 
     def consume(self, group: str, message: Published, script: tuple[str, ...], at: int) -> None:
         """Deliver ``message`` to ``group`` from ``at`` on, once per scripted outcome: SUCCESS,
-        SLOW_SUCCESS (TIME_OUT, still acked), FAILED, EXCEPTION, RETURNNULL, or IN_FLIGHT (no
-        result; last only). Redeliveries come when the rules say, plus the pull lag."""
+        SLOW_SUCCESS (TIME_OUT, still acked), ROLLBACK (orderly: success false, acked), FAILED,
+        EXCEPTION, RETURNNULL, or IN_FLIGHT (no result; last only). Redeliveries come when the
+        rules say, plus the pull lag."""
         lifecycle = self.engine.subscribe(self.index[group], message, script=script)
         self.engine.deliver_at(at, lifecycle)
 
@@ -191,6 +192,9 @@ def _play(s: _Script) -> None:
     s.consume("payment-ledger", pay, _fail(2, "SUCCESS"), t + 9050)
     pay_dead = s.publish("payments", t + 10_000, keys="pay-2")
     s.consume("payment-ledger", pay_dead, _fail(4), t + 10_050)
+    # ... and a listener that returns the deprecated ROLLBACK: acked with autoCommit on (§3.5)
+    pay_rollback = s.publish("payments", t + 10_500, keys="pay-4")
+    s.consume("payment-ledger", pay_rollback, ("ROLLBACK",), t + 10_550)
 
     # audit-archiver: retryQueueNums 0, the broker drops failures.
     audit = s.publish("audit", t + 11_000)

@@ -2,6 +2,10 @@
 -- and message id (§5.2), one row per delivery, duplicates removed.
 with
 
+consumer_groups as (
+    select * from {{ ref('int_consumer_group_settings') }}
+),
+
 scoped_sub_before as (
     {{ records_in_refresh_scope(
         ref('stg_trace__sub_before'),
@@ -57,6 +61,29 @@ unique_sub_after as (
     where copy_number = 1
 ),
 
+-- The 7-field SubAfter of older clients has no end time, and its costTime is the request's time
+-- divided by the number of messages it delivered (§5.2), so its end is the start plus costTime
+-- times that number: counted over every SubBefore of the request, in the scope or not.
+unsized_requests as (
+    select distinct request_id from unique_sub_after
+    where field_count < 9
+),
+
+request_sizes as (
+    select
+        request_mates.request_id,
+        count(distinct request_mates.consumer_group, request_mates.msg_id) as request_size
+    from {{ ref('stg_trace__sub_before') }} as request_mates
+    left semi join unsized_requests
+        on request_mates.request_id = unsized_requests.request_id
+    {{ scope_lookback_where(
+        'request_mates.trace_stored_at',
+        ref('int_run__refresh_partitions'),
+        var('trace_clock_skew_hours')
+    ) }}
+    group by request_mates.request_id
+),
+
 paired as (
     select
         unique_sub_before.consumer_group,
@@ -68,17 +95,22 @@ paired as (
         unique_sub_before.consume_started_at,
         unique_sub_after.request_id is not null as has_result,
         unique_sub_after.cost_ms,
-        unique_sub_after.is_success,
+        unique_sub_after.is_success as traced_success,
         unique_sub_after.context_code,
         coalesce(
             unique_sub_after.consume_ended_at,
-            {{ add_millis('unique_sub_before.consume_started_at', 'unique_sub_after.cost_ms') }}
+            {{ add_millis(
+                'unique_sub_before.consume_started_at',
+                'unique_sub_after.cost_ms * request_sizes.request_size'
+            ) }}
         ) as result_ended_at
     from unique_sub_before
     left join unique_sub_after
         on
             unique_sub_before.request_id = unique_sub_after.request_id
             and unique_sub_before.msg_id = unique_sub_after.msg_id
+    left join request_sizes
+        on unique_sub_after.request_id = request_sizes.request_id
 ),
 
 labelled as (
@@ -95,12 +127,23 @@ labelled as (
     from paired
 ),
 
+acked as (
+    select
+        labelled.*,
+        {{ delivery_is_acked(
+            'labelled.traced_success', 'labelled.return_type', 'consumer_groups.consume_mode'
+        ) }} as is_success
+    from labelled
+    left join consumer_groups
+        on labelled.consumer_group = consumer_groups.consumer_group
+),
+
 sequenced as (
     select
         *,
         row_number() over delivery_order as delivery_number,
         min(consume_started_at) over lifecycle as first_consume_at
-    from labelled
+    from acked
     window
         lifecycle as (partition by consumer_group, msg_id),
         delivery_order as (

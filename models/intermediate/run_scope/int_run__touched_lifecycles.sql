@@ -20,6 +20,7 @@
 
 {% else %}
 
+    {%- set earliest_new_start = earliest_time(sub_before, 'trace_stored_at', 'load_id > ' ~ processed) %}
     {%- set earliest_new_result = earliest_time(sub_after, 'trace_stored_at', 'load_id > ' ~ processed) %}
     {%- set earliest_new_pub = earliest_time(pubs, 'published_at', 'load_id > ' ~ processed) %}
     {#- The new records, and so the touched lifecycles, are few next to the history unless a run
@@ -43,6 +44,7 @@
         select
             consumer_group,
             msg_id,
+            request_id,
             consume_started_at
         from {{ sub_before }}
         where load_id > {{ processed }}
@@ -72,11 +74,32 @@
         where trace_stored_at >= {{ hours_before(earliest_new_result, var('trace_clock_skew_hours')) }}
     ),
 
+    -- A new SubBefore can join a consume request whose other messages landed before: the
+    -- request's size, by which a 7-field result's end is reckoned, changes for all of them.
+    request_mates as (
+        select {{ '/*+ broadcast(new_sub_before) */' if few_new }}
+            mates.consumer_group,
+            mates.msg_id
+        from {{ sub_before }} as mates
+        left semi join new_sub_before
+            on
+                mates.consumer_group = new_sub_before.consumer_group
+                and mates.request_id = new_sub_before.request_id
+        where mates.trace_stored_at >= {{ hours_before(earliest_new_start, var('trace_clock_skew_hours')) }}
+    ),
+
     touched as (
         select
             consumer_group,
             msg_id
         from new_sub_before
+
+        union
+
+        select
+            consumer_group,
+            msg_id
+        from request_mates
 
         union
 
