@@ -103,10 +103,19 @@
     concat('%DLQ%', {{ consumer_group }})
 {%- endmacro %}
 
-{#- The reconsumeTimes of the copy a decision creates (§1.2 step 10, §3.5): one more, for the
-    retry copy, the local retry and the DLQ copy alike; a dropped message has no next copy. -#}
-{% macro next_reconsume_times(decision, reconsume_times) -%}
-    case when {{ decision }} <> 'DROP' then {{ reconsume_times }} + 1 end
+{#- The reconsumeTimes of the copy a decision creates: one more, for the retry copy (§1.2 step
+    10), the local retry and the DLQ copy alike, except the DLQ copy of an orderly client of the
+    4.9.x line, which sends it with RECONSUME_TIME = r (5.1.1+ sends r + 1, §3.5); a dropped
+    message has no next copy. -#}
+{% macro next_reconsume_times(decision, reconsume_times, consume_mode, client_line) -%}
+    case
+        when {{ decision }} = 'DROP' then null
+        when
+            {{ decision }} = 'DLQ' and {{ consume_mode }} = 'ORDERLY'
+            and {{ client_line }} = 'remoting-4.9'
+            then {{ reconsume_times }}
+        else {{ reconsume_times }} + 1
+    end
 {%- endmacro %}
 
 {#- Why a redelivery came (retry_decisions.redelivery_cause): SCHEDULED when it carries the

@@ -43,7 +43,14 @@ from typing import IO, Protocol
 from retrylake.config_check import GROUP_COLUMNS
 from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import trace_format as tf
-from retrylake.sim.rules import CONSUME_TIMEOUT_MS, DEFAULT_CLUSTER_NAME, Decision, Group, decide
+from retrylake.sim.rules import (
+    CONSUME_TIMEOUT_MS,
+    DEFAULT_CLUSTER_NAME,
+    Decision,
+    Group,
+    decide,
+    dlq_copy_reconsume_times,
+)
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 HOUR_MS = 3_600_000
@@ -595,7 +602,9 @@ class Engine:
         if decision.decision == "DLQ":
             assert decision.entered_dlq_ms is not None
             self._dlq_copy(lifecycle, decision)
-            self._close(lifecycle, "DLQ", dlq_reconsume_times=lifecycle.reconsume_times + 1)
+            group = self.groups[lifecycle.index]
+            stored = dlq_copy_reconsume_times(group, lifecycle.reconsume_times)
+            self._close(lifecycle, "DLQ", dlq_reconsume_times=stored)
             return
         assert decision.expected_redelivery_ms is not None
         lifecycle.expected_ms = decision.expected_redelivery_ms
@@ -674,9 +683,11 @@ class Engine:
         if message.tags:
             properties["TAGS"] = message.tags
         if group.consume_mode == "ORDERLY":
-            # The client sends it to %RETRY% itself: ORIGIN_MESSAGE_ID is the client msgId, and
-            # a 4.9.x broker routes it through the schedule topic with DELAY = 3 + r (§1.3).
-            properties["ORIGIN_MESSAGE_ID"] = message.msg_id
+            # The client sends it to %RETRY% itself: ORIGIN_MESSAGE_ID is the client msgId, but a
+            # 4.9.x client loses it, replacing the property map after setting it (§3.5); a 4.9.x
+            # broker routes it through the schedule topic with DELAY = 3 + r (§1.3).
+            if group.client_line != "remoting-4.9":
+                properties["ORIGIN_MESSAGE_ID"] = message.msg_id
             if decision.delay_level is not None:
                 properties.update(
                     DELAY=str(decision.delay_level),
@@ -693,7 +704,7 @@ class Engine:
             "offsetMsgId": tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset),
             "topic": f"%DLQ%{group.name}",
             "queueId": 0,
-            "reconsumeTimes": lifecycle.reconsume_times + 1,
+            "reconsumeTimes": dlq_copy_reconsume_times(group, lifecycle.reconsume_times),
             "bornTimestamp": message.born_ms,
             "storeTimestamp": entered,
             "storeHost": "10.0.0.1:10911",

@@ -108,3 +108,12 @@ def decide(group: Group, reconsume_times: int, failed_at_ms: int, table: list[in
     level = min(level_asked if level_asked > 0 else 3 + r, len(table))
     delay = table[level - 1]
     return Decision("RETRY", level, delay, failed_at_ms + delay)
+
+
+def dlq_copy_reconsume_times(group: Group, reconsume_times: int) -> int:
+    """The reconsumeTimes stored on a DLQ copy of a message that failed with ``reconsume_times``:
+    r + 1 (the broker's send-back, §1.2 step 10), except an orderly client of the 4.9.x line,
+    which sends its DLQ copy with RECONSUME_TIME = r (5.1.1+ sends r + 1, §3.5)."""
+    if group.consume_mode == "ORDERLY" and group.client_line == "remoting-4.9":
+        return reconsume_times
+    return reconsume_times + 1

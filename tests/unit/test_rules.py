@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrylake.sim.rules import Decision, Group, decide
+from retrylake.sim.rules import Decision, Group, decide, dlq_copy_reconsume_times
 
 FAILED_AT = 1_772_323_200_000
 # "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", in ms
@@ -156,3 +156,19 @@ def test_orderly_at_max_dead_letters_at_once_on_remoting_5():
 )
 def test_broadcasting_and_no_retry_queue_drop_the_message(settings: dict):
     assert decide(_group(**settings), 0, FAILED_AT, DEFAULT_TABLE) == Decision("DROP")
+
+
+@pytest.mark.parametrize(
+    ("consume_mode", "client_line", "stored"),
+    [
+        # the broker's send-back stores r + 1 (§1.2 step 10)
+        ("CONCURRENTLY", "remoting-4.9", 17),
+        ("CONCURRENTLY", "remoting-5", 17),
+        # an orderly 4.9.x client sends RECONSUME_TIME = r, 5.1.1+ r + 1 (§3.5)
+        ("ORDERLY", "remoting-4.9", 16),
+        ("ORDERLY", "remoting-5", 17),
+    ],
+)
+def test_the_count_a_dlq_copy_stores(consume_mode: str, client_line: str, stored: int):
+    group = Group("g", consume_mode=consume_mode, client_line=client_line)
+    assert dlq_copy_reconsume_times(group, 16) == stored

@@ -22,7 +22,7 @@ final as (
         lifecycles.topic,
         lifecycles.keys,
         lifecycles.tags,
-        -- The DLQ copy stores the failed delivery's count plus one (spec §1.2 step 10).
+        -- The count the DLQ copy stores (next_reconsume_times: r + 1, or r from an orderly 4.9.x client).
         dlq_decisions.next_reconsume_times as reconsume_times,
         lifecycles.deliveries,
         dlq_decisions.failed_at as last_failed_at,

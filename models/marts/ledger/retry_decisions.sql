@@ -91,7 +91,8 @@ scheduled as (
             'decision', 'consume_mode', 'client_line', 'reconsume_times',
             'delay_level_when_next_consume', 'max_delay_level'
         ) }} as delay_level,
-        {{ next_reconsume_times('decision', 'reconsume_times') }} as next_reconsume_times
+        {{ next_reconsume_times('decision', 'reconsume_times', 'consume_mode', 'client_line') }}
+            as next_reconsume_times
     from decided
 ),
 
