@@ -18,12 +18,33 @@
 {% endmacro %}
 
 {#- A landing file that the text reader skipped (truncated or corrupt gzip) yields no line, so
-    after a feed's lines are written (post-hook), every file of `file_list` with none is recorded
-    as one line 0 with the reason; the table's other columns are null. Found this way rather
-    than in the model, which would read every file twice. A crash before this hook leaves the
-    file unread, so the next run reads it and records it. -#}
-{% macro record_unreadable_files(file_list) %}
+    after a feed's lines are written (post-hook), every file of `file_list` with none is looked
+    at again: one the reader of `files` can read is empty (a gzip of nothing) and is left alone;
+    one it cannot is recorded as line 0 with the reason, the table's other columns null. Found
+    this way rather than in the model, which would read every file twice. A crash before this
+    hook leaves the file unread, so the next run reads it and records it. -#}
+{% macro record_unreadable_files(file_list, files) %}
     {%- if execute -%}
+        {%- set silent_query -%}
+            select file_list.path
+            from {{ file_list }} as file_list
+            left anti join (select distinct source_file from {{ this }}) as ingested
+                on file_list.path = ingested.source_file
+            where file_list.length > 0
+        {%- endset -%}
+        {%- set silent = run_query(silent_query).columns[0].values() | list -%}
+        {%- set readable = [] -%}
+        {%- if silent | length > 0 -%}
+            {%- set readable_query -%}
+                select distinct landing_files._metadata.file_path
+                from {{ files }} as landing_files
+                where {{ landing_file_filter('landing_files._metadata.file_path', silent) }}
+            {%- endset -%}
+            {%- set readable = run_query(readable_query).columns[0].values() | list -%}
+        {%- endif -%}
+        {%- set unreadable = silent | reject('in', readable) | list -%}
+    {%- endif -%}
+    {%- if execute and unreadable | length > 0 -%}
         {%- set recorded = {
             'load_id': '(select coalesce(max(load_id), 1) from ' ~ this ~ ')',
             'source_file': 'file_list.path',
@@ -37,9 +58,7 @@
             {{ recorded.get(column, 'null') }}{{ "," if not loop.last }}
         {%- endfor %}
         from {{ file_list }} as file_list
-        left anti join (select distinct source_file from {{ this }}) as ingested
-            on file_list.path = ingested.source_file
-        where file_list.length > 0
+        where {{ landing_file_filter('file_list.path', unreadable) }}
     {%- else -%}
         select 1
     {%- endif -%}

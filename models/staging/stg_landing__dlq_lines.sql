@@ -1,7 +1,9 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
-    post_hook="{{ record_unreadable_files(source('landing', 'dlq_file_list')) }}",
+    post_hook="{{ record_unreadable_files(
+        source('landing', 'dlq_file_list'), source('landing', 'dlq_files')
+    ) }}",
 ) }}
 
 {#- One row per line of every `dlq/` landing file, parsed or not: the messages an export read

@@ -1,7 +1,9 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
-    post_hook="{{ record_unreadable_files(source('landing', 'trace_file_list')) }}",
+    post_hook="{{ record_unreadable_files(
+        source('landing', 'trace_file_list'), source('landing', 'trace_files')
+    ) }}",
 ) }}
 
 {#- One row per line of every landing file, parsed or not. Files are immutable once landed

@@ -153,6 +153,8 @@ def bad_landing(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFa
     packed = gzip.compress(noise.encode())
     (trace / "truncated.jsonl.gz").write_bytes(packed[: len(packed) // 2])
     (trace / "empty.jsonl").write_bytes(b"")
+    # a gzip of nothing (an exporter's quiet hour) is empty, not corrupt: nothing to account for
+    (trace / "empty.jsonl.gz").write_bytes(gzip.compress(b"", mtime=0))
     dlq = landing / "dlq" / "2026" / "03" / "01"
     dlq.mkdir(parents=True)
     (dlq / "dlq-export.jsonl").write_text("\n".join(DLQ_LINES) + "\n")

@@ -4,7 +4,9 @@ of it, and building again with no new data changes nothing.
 
 Batches are made of landing *lines*, re-packed into new files, so a split can cut through a
 file, deliver a lifecycle's records in reverse order, hold a Pub back until after its message
-was consumed, hold SubAfters back for a later batch, and replay old trace messages a day late."""
+was consumed, hold SubAfters back for a later batch, and replay old trace messages a day late.
+The dlq/ export's lines ride in the same batches, into dlq/ files: before or after the trace of
+their messages."""
 
 from __future__ import annotations
 
@@ -28,9 +30,9 @@ CONFIG_MARTS = ("consumer_groups", "delay_levels")
 DAY_MS = 86_400_000
 
 
-def _read_lines(landing: Path) -> list[str]:
+def _read_lines(landing: Path, feed: str = "trace") -> list[str]:
     lines = []
-    for path in sorted((landing / "trace").rglob("*.jsonl*")):
+    for path in sorted((landing / feed).rglob("*.jsonl*")):
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         lines += raw.decode("utf-8").splitlines()
     return lines
@@ -52,24 +54,35 @@ def _store_ms(line: str) -> int:
         return 0
 
 
+def _is_dlq_copy(line: str) -> bool:
+    return '"offsetMsgId"' in line
+
+
 def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
-    folder = landing / "trace" / f"batch-{number:02d}"
-    folder.mkdir(parents=True)
-    half = len(lines) // 2  # one plain and one gzipped file per batch
-    (folder / "part-0.jsonl").write_text("".join(line + "\n" for line in lines[:half]))
-    (folder / "part-1.jsonl.gz").write_bytes(
-        gzip.compress("".join(line + "\n" for line in lines[half:]).encode(), mtime=0)
-    )
+    for feed, feed_lines in (
+        ("trace", [line for line in lines if not _is_dlq_copy(line)]),
+        ("dlq", [line for line in lines if _is_dlq_copy(line)]),
+    ):
+        folder = landing / feed / f"batch-{number:02d}"
+        folder.mkdir(parents=True)
+        half = len(feed_lines) // 2  # one plain and one gzipped file per batch
+        (folder / "part-0.jsonl").write_text("".join(line + "\n" for line in feed_lines[:half]))
+        (folder / "part-1.jsonl.gz").write_bytes(
+            gzip.compress("".join(line + "\n" for line in feed_lines[half:]).encode(), mtime=0)
+        )
 
 
 def _marts(spark, lakehouse: Lakehouse) -> dict[str, list[tuple]]:
     names = [*fact_marts(lakehouse), *CONFIG_MARTS]
     snapshot = {name: table_snapshot(spark, f"retrylake.{name}") for name in names}
-    snapshot["landing_quarantine"] = sorted(
-        tuple(row)
-        for row in spark.sql(
-            "select raw_text, reason, record_index from retrylake.landing_quarantine"
-        ).collect()
+    # the dead-letter copies the exports hold, whichever batch and file brought them
+    snapshot["stg_dlq__messages"] = table_snapshot(
+        spark,
+        "retrylake_staging.stg_dlq__messages",
+        drop=("load_id", "source_file", "line_number"),
+    )
+    snapshot["landing_quarantine"] = table_snapshot(
+        spark, spark.sql("select raw_text, reason, record_index from retrylake.landing_quarantine")
     )
     return snapshot
 
@@ -86,17 +99,20 @@ def landing_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             client_versions=("4.9", "4.9.1", "4.8"),
             malformed_share=0.002,
             duplicate_share=0.01,
+            dlq_export=True,
         ),
         seeds_dir=PROJECT_DIR / "seeds",
     )
     lines = _read_lines(out)
+    dlq_lines = _read_lines(out, "dlq")
+    assert dlq_lines and all(_is_dlq_copy(line) for line in dlq_lines)
     # Late duplicates of old trace messages: the first consumer trace messages again, a day on.
     replayed = [
         json.dumps({**json.loads(line), "storeTimestamp": _store_ms(line) + DAY_MS})
         for line in lines[:400]
         if "SubBefore" in _kinds(line)
     ][:20]
-    return lines + replayed
+    return lines + dlq_lines + replayed
 
 
 @pytest.fixture(scope="module")
