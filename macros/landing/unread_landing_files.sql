@@ -25,14 +25,7 @@
     hook leaves the file unread, so the next run reads it and records it. -#}
 {% macro record_unreadable_files(file_list, files) %}
     {%- if execute -%}
-        {%- set silent_query -%}
-            select file_list.path
-            from {{ file_list }} as file_list
-            left anti join (select distinct source_file from {{ this }}) as ingested
-                on file_list.path = ingested.source_file
-            where file_list.length > 0
-        {%- endset -%}
-        {%- set silent = run_query(silent_query).columns[0].values() | list -%}
+        {%- set silent = unread_landing_files(file_list) -%}
         {%- set readable = [] -%}
         {%- if silent | length > 0 -%}
             {%- set readable_query -%}
