@@ -113,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
 
     dlq_export = commands.add_parser(
         "dlq-export",
-        help="the DLQ compensation work list, with an mqadmin re-send command per message",
+        help="the DLQ compensation work list, with the mqadmin commands that bring each "
+        "message back (re-send to the topic, or consume on one client of the group)",
     )
     dlq_export.add_argument(
         "--group", action="append", help="only this consumer group (repeat for several)"
@@ -126,6 +127,12 @@ def _parser() -> argparse.ArgumentParser:
     dlq_export.add_argument(
         "--namesrv",
         help="name server list for the mqadmin commands (default: mqadmin reads $NAMESRV_ADDR)",
+    )
+    dlq_export.add_argument(
+        "--mqadmin-version",
+        default="4.9",
+        help="version of the mqadmin that runs the commands (default 4.9): 5.3 or later adds "
+        "the -t TOPIC its queryMsgById requires, which older tools reject",
     )
     _add_lakehouse_arg(dlq_export)
 
@@ -286,13 +293,19 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _dlq_export(args: argparse.Namespace) -> None:
-    from retrylake.analyst.dlq_export import dlq_work_list, parse_since, render_work_list
+    from retrylake.analyst.dlq_export import (
+        dlq_work_list,
+        parse_mqadmin_version,
+        parse_since,
+        render_work_list,
+    )
 
     columns, rows = dlq_work_list(
         _lakehouse(args),
         groups=args.group,
         since=parse_since(args.since) if args.since else None,
         namesrv=args.namesrv,
+        mqadmin_version=parse_mqadmin_version(args.mqadmin_version),
     )
     text = render_work_list(columns, rows, args.format)
     if args.out:

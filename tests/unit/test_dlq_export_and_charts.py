@@ -20,7 +20,14 @@ def test_resend_goes_through_query_msg_by_id_with_the_offset_id():
     )
 
 
-@pytest.mark.parametrize("origin", [None, "", "7F0000010001ABCD"])
+def test_mqadmin_5_3_and_later_take_the_stored_topic():
+    assert resend_command(OFFSET_ID, None, "Orders", (5, 3)) == (
+        f"mqadmin queryMsgById -t Orders -i {OFFSET_ID} -s true"
+    )
+    assert resend_command(OFFSET_ID, None, None, (5, 3)) is None  # -t is required there
+
+
+@pytest.mark.parametrize("origin", [None, "", "7F0000010001ABCD", "Z" * 32])
 def test_no_command_without_an_offset_id(origin):
     assert resend_command(origin, None) is None
 
