@@ -1,7 +1,9 @@
 """`retrylake report`: one self-contained HTML page of the charts an operator looks at.
 
 The marts are read with DuckDB (no Java); charts are inline SVG and the page has no script,
-font or style from the network, so it opens anywhere, offline.
+font or style from the network, so it opens anywhere, offline. The DLQ section's reasons for
+one-sided dead letters and its max reconsume drift need the `reconciliation_reason` column and
+the `dlq_reconciliation` mart; on a lakehouse built before them those parts are left out.
 """
 
 from __future__ import annotations
@@ -37,6 +39,27 @@ DLQ_PER_DAY_SQL = """
 select consumer_group, cast(entered_dlq_at as date) as day, count(*) as entries
 from dlq_messages group by all order by all
 """
+
+ONE_SIDED_SQL = """
+select consumer_group, evidence, reconciliation_reason, count(*) as dead_letters
+from dlq_messages
+where evidence in ('PREDICTED', 'OBSERVED')
+group by all order by consumer_group, evidence, reconciliation_reason
+"""
+
+DRIFT_SQL = """
+select consumer_group, effective_max_reconsume_times, implied_max_reconsume_times
+from dlq_reconciliation
+where max_reconsume_drift
+order by consumer_group
+"""
+
+DRIFT_COLUMNS = {
+    "consumer_group",
+    "effective_max_reconsume_times",
+    "implied_max_reconsume_times",
+    "max_reconsume_drift",
+}
 
 REDELIVERY_LAG_SQL = """
 select
@@ -235,6 +258,54 @@ def _ladder_section(connection) -> str:
     )
 
 
+def _columns(connection, table: str) -> set[str]:
+    """The columns of a mart view; empty when the lakehouse has no such mart (a lakehouse built
+    by an older model version lacks the newer tables and columns)."""
+    return {
+        name
+        for (name,) in connection.execute(
+            "select column_name from information_schema.columns where table_name = ?", [table]
+        ).fetchall()
+    }
+
+
+ONE_SIDED = {"PREDICTED": "predicted only", "OBSERVED": "observed only"}
+
+
+def _one_sided_part(connection) -> str:
+    needed = {"consumer_group", "evidence", "reconciliation_reason"}
+    if not _columns(connection, "dlq_messages").issuperset(needed):
+        return ""
+    rows = connection.execute(ONE_SIDED_SQL).fetchall()
+    table = _table(
+        ["consumer group", "seen", "reason", "dead letters"],
+        [(group, ONE_SIDED[evidence], reason, n) for group, evidence, reason, n in rows],
+        "reasons",
+    )
+    return (
+        "<h3>Dead letters seen on one side only</h3><p>Observed only: a copy in the DLQ export "
+        "that the rules do not predict from the trace. Predicted only: the rules send the "
+        "message to the DLQ and no export shows the copy. Each reason is documented with "
+        "the dlq_messages column reconciliation_reason.</p>" + table
+    )
+
+
+def _drift_part(connection) -> str:
+    if not _columns(connection, "dlq_reconciliation").issuperset(DRIFT_COLUMNS):
+        return ""
+    rows = connection.execute(DRIFT_SQL).fetchall()
+    if not rows:
+        items = "<li>No group's DLQ copies contradict its max reconsume times.</li>"
+    else:
+        items = "".join(
+            f"<li>{escape(group)}: the rules apply maxReconsumeTimes {effective}, its DLQ "
+            f"copies imply {implied}. Check the consumer's setting and "
+            "seeds/consumer_groups.csv.</li>"
+            for group, effective, implied in rows
+        )
+    return f'<h3>Max reconsume times drift</h3><ul class="drift">{items}</ul>'
+
+
 def _dlq_section(connection) -> str:
     rows = connection.execute(DLQ_PER_DAY_SQL).fetchall()
     days = sorted({row[1] for row in rows})
@@ -248,7 +319,12 @@ def _dlq_section(connection) -> str:
         y_label="DLQ entries",
         stacked=True,
     )
-    return "<h2>Dead letters per day</h2>" + chart
+    return (
+        "<h2>Dead letters per day</h2>"
+        + chart
+        + _one_sided_part(connection)
+        + _drift_part(connection)
+    )
 
 
 def _lag_section(connection) -> str:
@@ -361,7 +437,7 @@ def _flow_control_section(connection) -> str:
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
-h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 32px; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 32px; } h3 { font-size: 15px; }
 svg.chart { display: block; margin: 8px 0; background: #fff; border: 1px solid #ddd; }
 svg.chart text { font-size: 11px; fill: #333; } svg.chart text.title { font-weight: 600; }
 table { border-collapse: collapse; margin: 8px 0; }

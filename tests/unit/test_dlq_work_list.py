@@ -1,6 +1,6 @@
-"""`retrylake dlq-export` on small mart files written by DuckDB: a re-send command only for the
-copy consumers received, a per-group command, no command for a recovered dead letter, and a
-lakehouse built by the previous model version still works."""
+"""`retrylake dlq-export` and the report's DLQ reasons on small mart files written by DuckDB:
+a re-send command only for the copy consumers received, a per-group command, no command for a
+recovered dead letter, and a lakehouse built by the previous model version still works."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from retrylake.analyst.dlq_export import (
     dlq_work_list,
     parse_mqadmin_version,
 )
+from retrylake.analyst.report import render_report
 from retrylake.cli import main
 from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
@@ -389,3 +390,27 @@ def test_a_lakehouse_of_the_previous_model_version(old_lakehouse: Lakehouse):
         "mqadmin queryMsgById -n 10.0.0.1:9876 -i 0A00000100002A9F0000000000000100 -s true"
     )
     assert "built before dlq_messages had origin_kind" in row["resend_note"]
+
+
+def test_the_report_of_the_previous_model_version(old_lakehouse: Lakehouse):
+    html = render_report(old_lakehouse)
+    assert "Dead letters per day" in html
+    assert "seen on one side only" not in html and "drift" not in html
+
+
+def test_the_report_shows_one_sided_dead_letters_and_drift(lakehouse: Lakehouse):
+    html = render_report(lakehouse)
+    assert "<h3>Dead letters seen on one side only</h3>" in html
+    rows = [
+        ("inventory-sync", "observed only", "NOT_IN_TRACE", "2"),
+        ("order-service", "predicted only", "GROUP_NOT_EXPORTED", "1"),
+    ]
+    body = html.split('<table class="reasons">')[1].split("</table>")[0]
+    assert body.count("<tr>") == 1 + len(rows)  # the header and one row per group and reason
+    for row in rows:
+        assert "<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" in body
+    drift = html.split('<ul class="drift">')[1].split("</ul>")[0]
+    assert drift == (
+        "<li>inventory-sync: the rules apply maxReconsumeTimes 3, its DLQ copies imply 5. "
+        "Check the consumer's setting and seeds/consumer_groups.csv.</li>"
+    )
