@@ -6,9 +6,9 @@ Consumers take due messages in consume requests (batches), and the broker rules 
 `rules.decide` schedule the redeliveries. Every client writes its trace records through a
 dispatcher that batches them into trace messages the way AsyncTraceDispatcher does, and the
 trace messages land in hourly files. What the world does (which message is published when, which
-delivery fails, how late a redelivery comes, which trace message is duplicated or cut short) is
-the `Traffic`'s choice: `RandomTraffic` here for `retrylake generate`, a fixed script for the
-sample (`sample.py`).
+delivery fails, how late a redelivery comes, which trace message is duplicated, cut short or
+lost, what becomes of a dead letter) is the `Traffic`'s choice: `RandomTraffic` here for
+`retrylake generate`, a fixed script for the sample (`sample.py`).
 
 RandomTraffic's failure models, per consumer group:
 - transient failures whose chance halves with each retry;
@@ -16,7 +16,29 @@ RandomTraffic's failure models, per consumer group:
 - an outage window in which the group fails everything with RECONSUME_LATER: the flow-control
   anti-pattern the RocketMQ docs warn about;
 - slow successes (the TIME_OUT label on an acked message);
-- a consumer that goes offline before the end, leaving retries overdue.
+- a consumer that goes offline before the end, leaving retries overdue;
+- a listener that sets `delayLevelWhenNextConsume = -1` on some failed calls: the broker sends
+  those messages straight to the DLQ (spec §1.2 step 8), though the group's seed says retry.
+
+The dead-letter side (spec §1.2-§1.6):
+- every DLQ entry is a stored copy; the dlq/ export (`dlq_export`) holds the copies stored before
+  the export was taken (`dlq_export_end_fraction` of the run, never after its end: a 4.9.x
+  orderly copy is stored up to 2 h late, §1.3), except those of groups whose %DLQ% topic was
+  never exported (`dlq_unexported_groups`);
+- a recovery consumer group (`order-service-dlq`) subscribes to `%DLQ%order-service` and
+  consumes each stored copy a few minutes later, with the copy's reconsumeTimes (e.g. 17), under
+  its own group's rules;
+- an operator re-sends some of bulk-importer's dead letters to its topic (a new stored message,
+  same msgId, reconsumeTimes 0, no Pub trace): the same lifecycle continues and is consumed.
+
+The trace side: a few trace messages are duplicated, land an hour late, are cut short, or are
+lost (AsyncTraceDispatcher discards contexts when its queue is full, spec §5.4).
+
+ground_truth.jsonl has one row per (consumer group, msg_id) lifecycle, written once when the
+lifecycle closes and its trace records have all been sent (landed or lost): final state,
+deliveries as they really happened, DLQ entry and recovery, whether its trace is complete, and
+for a dead letter what a reader of the landing can see of it (`dlq_evidence`) and, when that is
+one-sided, the true cause (`reconciliation_reason`). See `Engine._truth_row`.
 
 Everything is drawn from one seeded random stream in event order: a seed gives byte-identical
 output. Memory is bounded by the lifecycles still open, not by the size of the run.
@@ -25,6 +47,7 @@ output. Memory is bounded by the lifecycles still open, not by the size of the r
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import functools
 import gzip
@@ -54,6 +77,7 @@ from retrylake.sim.rules import (
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
 MAX_BODY_CHARS = 128_000 - 10_000  # AsyncTraceDispatcher flushes a segment at this size
 DISPATCH_WINDOW_MS = 500  # ... or when its first record is this old
 REQUEST_WINDOW_MS = 20  # due messages a consumer gathers into one consume request
@@ -85,6 +109,12 @@ class Behaviour:
     outage: tuple[float, float] | None = None  # (start, end) as fractions of the run
     offline_from: float | None = None  # fraction of the run after which it consumes nothing
     request_window_ms: int = REQUEST_WINDOW_MS  # how long a consume request gathers messages
+    # concurrent clustering only: share of failed listener calls that set
+    # context.delayLevelWhenNextConsume = -1, sending their messages straight to the DLQ
+    listener_dlq: float = 0.0
+    # share of the group's dead letters an operator re-sends to their topic 20-40 minutes after
+    # they enter the DLQ; only for a topic this group alone subscribes to
+    resend: float = 0.0
 
 
 TOPICS = (
@@ -98,17 +128,25 @@ TOPICS = (
 )
 
 BEHAVIOURS = {
-    "order-service": Behaviour(("orders",), transient=0.06, poison=0.002),
+    "order-service": Behaviour(("orders",), transient=0.06, poison=0.002, listener_dlq=0.01),
     "cache-invalidator": Behaviour(("orders",), cost_ms=5, transient=0.01),
-    "inventory-sync": Behaviour(("stock",), transient=0.08, poison=0.003, outage=(0.30, 0.36)),
+    "inventory-sync": Behaviour(
+        ("stock",), transient=0.08, poison=0.003, outage=(0.30, 0.36), listener_dlq=0.01
+    ),
     "payment-ledger": Behaviour(
         ("payments",), cost_ms=60, transient=0.05, poison=0.002, rollback=0.02
     ),
     "fraud-check": Behaviour(("payments",), transient=0.01, poison=0.001),
     "audit-archiver": Behaviour(("audit",), batch_size=8, transient=0.02),
-    "bulk-importer": Behaviour(("imports",), batch_size=16, cost_ms=80, poison=0.01),
+    # A bad batch is rejected straight to the DLQ by the listener; the operator re-sends half of
+    # the dead letters once the importer is fixed (its retries would take 12 h 45 min).
+    "bulk-importer": Behaviour(
+        ("imports",), batch_size=16, cost_ms=80, poison=0.01, listener_dlq=0.3, resend=0.5
+    ),
     "search-indexer": Behaviour(("catalog", "stock"), batch_size=4, transient=0.05, slow=0.02),
     "notification-push": Behaviour(("notify",), transient=0.08, poison=0.01, offline_from=0.8),
+    # The recovery consumer of order-service's dead letters: it mostly succeeds.
+    "order-service-dlq": Behaviour(("%DLQ%order-service",), transient=0.05, poison=0.0, slow=0.0),
 }
 
 
@@ -133,6 +171,7 @@ GROUPS = {
         Group("search-indexer", broker_cluster="fast-cluster"),
         Group("fraud-check", delay_level_when_next_consume=-1, broker_cluster=DEFAULT_CLUSTER_NAME),
         Group("notification-push", in_seed=False),
+        Group("order-service-dlq", broker_cluster=DEFAULT_CLUSTER_NAME),
     )
 }
 DELAY_LEVELS = {"*": DEFAULT_DELAY_LEVELS, "fast-cluster": "5s 8s"}
@@ -152,6 +191,10 @@ class GeneratorConfig:
     late_share: float = 0.01
     malformed_share: float = 0.0005
     base64_share: float = 0.1
+    lost_share: float = 0.0005  # trace messages that never land (the dispatcher's queue was full)
+    # the dlq/ export was taken at start + this fraction of the run: later copies are not in it
+    dlq_export_end_fraction: float = 0.9
+    dlq_unexported_groups: tuple[str, ...] = ("fraud-check",)  # %DLQ% topics never exported
 
 
 @dataclass
@@ -164,6 +207,7 @@ class Published:
     keys: str | None
     born_ms: int
     traced: bool = True  # whether the producer wrote a Pub trace
+    pub_lost: bool = False  # whether its trace message was lost: the trace tells no origin
 
 
 @dataclass
@@ -183,7 +227,7 @@ class Delivery:
     entered_dlq_ms: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Lifecycle:
     """One message's life in one consumer group."""
 
@@ -194,11 +238,26 @@ class Lifecycle:
     script: tuple[str, ...] = ()  # the outcome of each delivery, for scripted traffic
     deliveries: int = 0
     reconsume_times: int = 0
+    first_reconsume_times: int = 0  # of its first delivery: a recovery consumer's starts high
     expected_ms: int | None = None  # when the rules say the pending redelivery is due
     in_flight: bool = False
-    previous_level: int | None = None  # the last schedule hop's level, for DLQ copies
+    real_topic: str | None = None  # REAL_TOPIC left on the last stored copy, for DLQ copies
     history: list[Delivery] | None = None
     state: str | None = None  # the final state, once the engine has judged it
+    recovery_of: str | None = None  # the group whose %DLQ% topic this group consumes
+    # the (last) DLQ entry
+    dlq_entered_ms: int | None = None  # store time of the copy
+    dlq_reconsume_times: int | None = None  # the copy's stored reconsumeTimes
+    dlq_delivery: int = 0  # the deciding delivery's number
+    dlq_rules_agree: bool = False  # the rules on the seed's settings send it to the DLQ too
+    dlq_exported: bool = False  # the copy is in the dlq/ export
+    awaiting_resend: bool = False  # an operator will re-send it; not delivered again yet
+    resent: bool = False
+    recovered_ms: int | None = None  # end of the first successful delivery after the entry
+    # what landed of its trace: the first delivery with a record in the landing, and the
+    # deliveries with a record lost
+    first_landed: int | None = None
+    lost_deliveries: set[int] | None = None
 
 
 @dataclass
@@ -218,9 +277,20 @@ class Stats:
     late_lines: int = 0
     malformed_lines: int = 0
     lifecycles: int = 0
-    dlq_messages: int = 0
+    dlq_messages: int = 0  # DLQ entries: copies stored
     watermark_ms: int = 0
     states: dict[str, int] = field(default_factory=dict)
+    lost_trace_messages: int = 0  # trace messages that never landed
+    lost_records: int = 0  # ... and the records they held (not counted in `records`)
+    trace_incomplete_lifecycles: int = 0  # truth rows with trace_complete false
+    listener_dlq: int = 0  # DLQ entries the listener asked for (delayLevelWhenNextConsume -1)
+    dlq_exported: int = 0  # copies written to dlq/
+    recovery_lifecycles: int = 0  # dead letters delivered to a recovery consumer group
+    recovery_deliveries: int = 0  # deliveries to recovery consumer groups
+    resent: int = 0  # dead letters re-sent by an operator
+    recovered: int = 0  # lifecycles consumed after their DLQ entry
+    # dead letters by what the landing shows: "BOTH", or "OBSERVED:<reason>" and the like
+    dlq_evidence: dict[str, int] = field(default_factory=dict)
 
 
 class Traffic(Protocol):
@@ -245,8 +315,20 @@ class Traffic(Protocol):
     def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
         """How long after it is due a redelivery reaches the consumer."""
 
+    def listener_requests_dlq(self, engine: Engine, request: Request) -> bool:
+        """Whether the listener of a failed call of a concurrent clustering group set
+        ``context.delayLevelWhenNextConsume = -1``: its messages go straight to the DLQ."""
+
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         """A DLQ copy's commit-log step, and whether its properties are a map or a string."""
+
+    def on_dead_letter(self, engine: Engine, lifecycle: Lifecycle) -> None:
+        """A DLQ copy of ``lifecycle`` was stored at ``lifecycle.dlq_entered_ms``: deliver it to
+        the groups that consume its %DLQ% topic (`Engine.subscribe_dead_letter`), or have an
+        operator re-send it (`Engine.resend`), or nothing."""
+
+    def trace_lost(self, engine: Engine) -> bool:
+        """Whether a trace message is lost: it never lands."""
 
     def store_delay(self, engine: Engine) -> int:
         """How long a trace message takes to be stored."""
@@ -312,17 +394,19 @@ class Dispatcher:
         self.client_ip = client_ip
         self.pid = pid
         self.records: list[str] = []
+        self.owners: list[object] = []  # whose record each is: see `Engine.record`
         self.ids: set[str] = set()
         self.first_ms = 0
         self.last_ms = 0
         self.chars = 0
         self.counter = 0
 
-    def add(self, timestamp: int, record: str, msg_id: str) -> bool:
+    def add(self, timestamp: int, record: str, msg_id: str, owner: object) -> bool:
         """Add a record; True when the segment is full and must be sent now."""
         if not self.records:
             self.first_ms = timestamp
         self.records.append(record)
+        self.owners.append(owner)
         self.ids.add(msg_id)
         self.last_ms = timestamp
         self.chars += len(record)
@@ -331,23 +415,33 @@ class Dispatcher:
     def deadline(self) -> int:
         return self.first_ms + DISPATCH_WINDOW_MS
 
-    def take(self, month_start_ms: int) -> tuple[str, str, str]:
-        """The trace message: its own msgId, its KEYS (the traced msgIds) and its body."""
+    def take(self, month_start_ms: int) -> tuple[str, str, str, list[object]]:
+        """The trace message: its own msgId, its KEYS (the traced msgIds), its body, and the
+        owners of its records."""
         self.counter += 1
         trace_id = tf.uniq_msg_id(
             self.client_ip, self.pid, 0x5F3759DF, self.last_ms, month_start_ms, self.counter
         )
         body = "".join(self.records)
         keys = " ".join(sorted(self.ids))
-        self.records, self.ids, self.chars = [], set(), 0
-        return trace_id, keys, body
+        owners = self.owners
+        self.records, self.owners, self.ids, self.chars = [], [], set(), 0
+        return trace_id, keys, body, owners
 
 
 class Engine:
     """The simulation: events in time order, the rules, the trace dispatchers, the hourly files,
     the ground truth, and the final judgement of lifecycles still open at the end."""
 
-    _PUBLISH, _DELIVER, _FLUSH = 0, 1, 2
+    _PUBLISH, _DELIVER, _FLUSH, _RESEND = 0, 1, 2, 3
+    # The reasons a dead letter is seen on one side only, in order of precedence.
+    REASONS = (
+        "NOT_IN_TRACE",
+        "LAST_DELIVERY_NOT_IN_TRACE",
+        "LISTENER_REQUESTED_DLQ",
+        "GROUP_NOT_EXPORTED",
+        "AFTER_EXPORT_WINDOW",
+    )
 
     def __init__(
         self,
@@ -362,9 +456,16 @@ class Engine:
         end_ms: int,
         compression: str = "mixed",
         dlq_export: bool = False,
+        dlq_export_end_ms: int | None = None,
+        dlq_unexported_groups: tuple[str, ...] = (),
         keep_history: bool = False,
     ) -> None:
         self.groups = groups
+        # What a reader of the written seed knows of each group: a group left out of it is
+        # judged with RocketMQ's defaults.
+        self.seed_groups = [
+            group if group.in_seed else Group(group.name, in_seed=False) for group in groups
+        ]
         self.behaviours = behaviours
         self.group_versions = client_versions
         self.traffic = traffic
@@ -379,13 +480,20 @@ class Engine:
         }
         self.start_ms = start_ms
         self.end_ms = end_ms
+        # the dlq/ export holds the copies stored up to this time, of the exported groups
+        self.dlq_export_end_ms = min(
+            end_ms, end_ms if dlq_export_end_ms is None else dlq_export_end_ms
+        )
+        self.dlq_unexported_groups = frozenset(dlq_unexported_groups)
         self.grace_ms = retry_overdue_grace_ms()
         self.events: list[tuple[int, int, int, object]] = []
         self.sequence = 0
         self.open_requests: dict[int, Request] = {}
         self.dispatchers: dict[str, Dispatcher] = {}
-        self.pending_records: list[tuple[int, int, str, str, str]] = []
+        self.pending_records: list[tuple[int, int, str, str, str, object]] = []
         self.deadlines: list[tuple[int, str]] = []
+        # closed lifecycles whose truth row waits until all their trace records are sent
+        self.closing: list[tuple[int, int, Lifecycle]] = []
         self.commit_log_offset = 1_000_000
         self.counter = 0
         self.stats = Stats()
@@ -421,12 +529,15 @@ class Engine:
             if at > self.end_ms:
                 break
             self._drain_records(at)
+            self._release_truth(at)
             if kind == self._PUBLISH:
                 self.traffic.on_publish(self, at, payload)  # type: ignore[arg-type]
             elif kind == self._DELIVER:
                 self._deliver(at, payload)  # type: ignore[arg-type]
-            else:
+            elif kind == self._FLUSH:
                 self._flush_request(at, payload)  # type: ignore[arg-type]
+            else:
+                self._resend(at, *payload)  # type: ignore[misc]
             if progress and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
                 done = (at - self.start_ms) / (self.end_ms - self.start_ms)
@@ -479,7 +590,7 @@ class Engine:
                 cost_ms=cost_ms,
                 offset_id=offset_id,
             )
-            self.record(at, f"producer:{producer_group}", record, msg_id)
+            self.record(at, f"producer:{producer_group}", record, msg_id, message)
         return message
 
     def subscribe(
@@ -493,6 +604,33 @@ class Engine:
         """The message's lifecycle in group ``index``; deliver it with `deliver_at`."""
         history = [] if self.finished is not None else None
         return Lifecycle(index, self.groups[index].name, message, poisoned, script, history=history)
+
+    def subscribe_dead_letter(self, index: int, dead: Lifecycle) -> Lifecycle:
+        """The lifecycle, in group ``index`` (a consumer of %DLQ%<group>), of the DLQ copy just
+        stored for ``dead``: the same msgId (UNIQ_KEY), first delivered with the copy's stored
+        reconsumeTimes, and the copy's properties for any copy of its own."""
+        assert dead.dlq_reconsume_times is not None
+        lifecycle = self.subscribe(index, dead.message)
+        lifecycle.reconsume_times = lifecycle.first_reconsume_times = dead.dlq_reconsume_times
+        lifecycle.recovery_of = dead.group
+        lifecycle.real_topic = dead.real_topic
+        self.stats.recovery_lifecycles += 1
+        return lifecycle
+
+    def resend(self, at: int, lifecycle: Lifecycle, *, offset_step: int, deliver_after: int):
+        """An operator re-sends the dead letter ``lifecycle`` to its topic at ``at``: a new
+        stored message with the same msgId (UNIQ_KEY) and reconsumeTimes 0, and no Pub trace
+        (mqadmin's producer writes none). Only for a topic whose one subscriber is the
+        lifecycle's group; the same lifecycle continues ``deliver_after`` ms later."""
+        lifecycle.awaiting_resend = lifecycle.resent = True
+        self._push(at, self._RESEND, (lifecycle, offset_step, deliver_after))
+
+    def _resend(self, at: int, lifecycle: Lifecycle, offset_step: int, deliver_after: int):
+        self.stats.resent += 1
+        self.commit_log_offset += offset_step  # the new stored message
+        lifecycle.reconsume_times = lifecycle.first_reconsume_times = 0
+        lifecycle.real_topic = None
+        self.deliver_at(at + deliver_after, lifecycle)
 
     def deliver_at(self, at: int, lifecycle: Lifecycle) -> None:
         self._push(at, self._DELIVER, lifecycle)
@@ -527,6 +665,9 @@ class Engine:
             lifecycle.deliveries += 1
             lifecycle.in_flight = True
             lifecycle.expected_ms = None
+            lifecycle.awaiting_resend = False
+            if lifecycle.recovery_of is not None:
+                self.stats.recovery_deliveries += 1
             if lifecycle.history is not None:
                 lifecycle.history.append(Delivery(request_id, lifecycle.reconsume_times, at))
             self.record(
@@ -543,6 +684,7 @@ class Engine:
                     keys=lifecycle.message.keys,
                 ),
                 lifecycle.message.msg_id,
+                (lifecycle, lifecycle.deliveries),
             )
         outcome = self.traffic.outcome(self, at, request)
         size = len(request.lifecycles)
@@ -560,6 +702,18 @@ class Engine:
         # A 7-field SubAfter has no timestamp and its costTime is the request's time divided by
         # its size (spec §5.2): the end a reader can know is the start plus costTime x size.
         traced_end = ended if version.sub_after_fields >= 9 else at + took // size * size
+        # A concurrent clustering listener may set delayLevelWhenNextConsume = -1 for a failed
+        # call: the broker sends its messages straight to the DLQ (§1.2 step 8, §3.3).
+        asked = group
+        concurrent_clustering = (
+            group.consume_mode == "CONCURRENTLY" and group.message_model == "CLUSTERING"
+        )
+        if (
+            not success
+            and concurrent_clustering
+            and self.traffic.listener_requests_dlq(self, request)
+        ):
+            asked = dataclasses.replace(group, delay_level_when_next_consume=-1)
         for lifecycle in request.lifecycles:
             lifecycle.in_flight = False
             self.record(
@@ -577,66 +731,169 @@ class Engine:
                     group=group.name,
                 ),
                 lifecycle.message.msg_id,
+                (lifecycle, lifecycle.deliveries),
             )
             delivery = lifecycle.history[-1] if lifecycle.history is not None else None
             if delivery is not None:
                 delivery.ended_ms, delivery.return_type = traced_end, return_type
                 delivery.success = success
             if success:
-                self._close(lifecycle, "CONSUMED")
+                if lifecycle.dlq_entered_ms is not None and lifecycle.recovered_ms is None:
+                    lifecycle.recovered_ms = traced_end  # the end the SubAfter tells
+                    self.stats.recovered += 1
+                self._close(lifecycle, "CONSUMED", ended)
                 continue
             # The client sends the failures back when the whole request has ended.
-            decision = decide(group, lifecycle.reconsume_times, ended, self.tables[group.name])
+            decision = decide(asked, lifecycle.reconsume_times, ended, self.tables[group.name])
             if delivery is not None:
                 delivery.decision = decision.decision
                 delivery.delay_level = decision.delay_level
                 delivery.delay_ms = decision.delay_ms
                 delivery.expected_redelivery_ms = decision.expected_redelivery_ms
                 delivery.entered_dlq_ms = decision.entered_dlq_ms
-            self._apply(lifecycle, decision)
+            self._apply(lifecycle, decision, ended, listener_asked=asked is not group)
 
-    def _apply(self, lifecycle: Lifecycle, decision: Decision) -> None:
+    def _apply(self, lifecycle: Lifecycle, decision: Decision, ended: int, listener_asked: bool):
         if decision.decision == "DROP":
-            self._close(lifecycle, "DROPPED")
+            self._close(lifecycle, "DROPPED", ended)
             return
         if decision.decision == "DLQ":
-            assert decision.entered_dlq_ms is not None
-            self._dlq_copy(lifecycle, decision)
-            group = self.groups[lifecycle.index]
-            stored = dlq_copy_reconsume_times(group, lifecycle.reconsume_times)
-            self._close(lifecycle, "DLQ", dlq_reconsume_times=stored)
+            self._enter_dlq(lifecycle, decision, ended, listener_asked)
             return
         assert decision.expected_redelivery_ms is not None
         lifecycle.expected_ms = decision.expected_redelivery_ms
-        lifecycle.previous_level = decision.delay_level
+        lifecycle.real_topic = f"%RETRY%{lifecycle.group}"  # left over from the schedule hop
         lifecycle.reconsume_times += 1
         lag = self.traffic.redelivery_lag(self, decision)
         self._push(decision.expected_redelivery_ms + lag, self._DELIVER, lifecycle)
 
-    # ground truth ----------------------------------------------------------------------------
-    def _close(self, lifecycle: Lifecycle, state: str, dlq_reconsume_times: int | None = None):
-        self.active.pop(id(lifecycle), None)
-        self._truth(lifecycle, state, dlq_reconsume_times)
+    def _enter_dlq(
+        self, lifecycle: Lifecycle, decision: Decision, ended: int, listener_asked: bool
+    ) -> None:
+        """Store the DLQ copy, export it if the export holds it, and let the world react."""
+        entered = decision.entered_dlq_ms
+        assert entered is not None
+        group = self.groups[lifecycle.index]
+        r = lifecycle.reconsume_times
+        if listener_asked:
+            self.stats.listener_dlq += 1
+        lifecycle.dlq_entered_ms = entered
+        lifecycle.dlq_reconsume_times = dlq_copy_reconsume_times(group, r)
+        lifecycle.dlq_delivery = lifecycle.deliveries
+        seed_group = self.seed_groups[lifecycle.index]
+        lifecycle.dlq_rules_agree = (
+            decide(seed_group, r, ended, self.tables[group.name]).decision == "DLQ"
+        )
+        lifecycle.dlq_exported = (
+            self.dlq_files is not None
+            and group.name not in self.dlq_unexported_groups
+            and entered <= self.dlq_export_end_ms
+        )
+        lifecycle.recovered_ms = None
+        self._dlq_copy(lifecycle, decision)
+        if group.consume_mode == "ORDERLY" and decision.delay_level is not None:
+            lifecycle.real_topic = f"%DLQ%{group.name}"  # the 4.9.x schedule hop (§1.3)
+        self.traffic.on_dead_letter(self, lifecycle)
+        if not lifecycle.awaiting_resend:
+            self._close(lifecycle, "DLQ", ended)
 
-    def _truth(self, lifecycle: Lifecycle, state: str, dlq_reconsume_times: int | None) -> None:
+    # ground truth ----------------------------------------------------------------------------
+    def _close(self, lifecycle: Lifecycle, state: str, last_record_ms: int | None) -> None:
+        """The lifecycle has ended in ``state``; its truth row is written once its last trace
+        record (at ``last_record_ms``; None: all sent already) is sent, landed or lost."""
+        self.active.pop(id(lifecycle), None)
         lifecycle.state = state
         if self.finished is not None:
             self.finished.append(lifecycle)
         self.stats.lifecycles += 1
         self.stats.states[state] = self.stats.states.get(state, 0) + 1
-        row = {
-            "consumer_group": lifecycle.group,
-            "msg_id": lifecycle.message.msg_id,
-            "origin_msg_id": lifecycle.message.origin_msg_id,
-            "final_state": state,
-            "deliveries": lifecycle.deliveries,
-            "in_dlq": state == "DLQ",
-            "dlq_reconsume_times": dlq_reconsume_times,
-        }
+        if last_record_ms is None:
+            self._write_truth(lifecycle)
+            return
+        # A record is handed to its dispatcher at its time and sent within DISPATCH_WINDOW_MS.
+        self.sequence += 1
+        heapq.heappush(
+            self.closing, (last_record_ms + DISPATCH_WINDOW_MS, self.sequence, lifecycle)
+        )
+
+    def _release_truth(self, now: int | None) -> None:
+        """Write the truth rows whose trace records have all been sent by ``now`` (None: all)."""
+        while self.closing and (now is None or self.closing[0][0] <= now):
+            self._write_truth(heapq.heappop(self.closing)[2])
+
+    def dlq_evidence(self, lifecycle: Lifecycle) -> tuple[str | None, str | None]:
+        """What a reader of the landing can see of the lifecycle's DLQ entry: BOTH, OBSERVED
+        (the copy is in dlq/), PREDICTED (the trace shows the deciding failed delivery and the
+        rules on the seed's settings send it to the DLQ) or NONE; and the true cause when it is
+        not BOTH, the first of `REASONS` that applies. (None, None) for no DLQ entry."""
+        entered = lifecycle.dlq_entered_ms
+        if entered is None:
+            return None, None
+        deciding = lifecycle.dlq_delivery
+        lost = lifecycle.lost_deliveries or ()
+        first = lifecycle.first_landed
+        causes = (
+            first is None or first > deciding,  # no delivery up to the deciding one landed
+            deciding in lost,  # its SubBefore or SubAfter was lost
+            not lifecycle.dlq_rules_agree,  # the listener asked; the seed says retry
+            self.dlq_files is None or lifecycle.group in self.dlq_unexported_groups,
+            entered > self.dlq_export_end_ms,
+        )
+        predicted = not any(causes[:3])
+        observed = lifecycle.dlq_exported
+        assert observed == (not any(causes[3:]))
+        if predicted and observed:
+            return "BOTH", None
+        evidence = "OBSERVED" if observed else "PREDICTED" if predicted else "NONE"
+        reason = next(name for name, cause in zip(self.REASONS, causes, strict=True) if cause)
+        return evidence, reason
+
+    def _write_truth(self, lifecycle: Lifecycle) -> None:
+        row = self._truth_row(lifecycle)
+        if not row["trace_complete"]:
+            self.stats.trace_incomplete_lifecycles += 1
+        if row["dlq_evidence"] is not None:
+            key = row["dlq_evidence"]
+            if row["reconciliation_reason"] is not None:
+                key += f":{row['reconciliation_reason']}"
+            self.stats.dlq_evidence[key] = self.stats.dlq_evidence.get(key, 0) + 1
         self.truth.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+    def _truth_row(self, lifecycle: Lifecycle) -> dict[str, object]:
+        """One ground_truth.jsonl row: what really happened, and what the landing shows.
+
+        - origin_msg_id: what the landed Pub record tells (none for a 13-field Pub, an untraced
+          or a lost one); deliveries: as they happened, landed or not;
+        - in_dlq, dlq_reconsume_times, dlq_entered_ms: the (last) DLQ entry, its copy's stored
+          reconsumeTimes and store time (for a 4.9.x orderly copy, after its delay);
+        - recovered_ms: the end (as its SubAfter tells) of the first successful delivery after
+          the DLQ entry, as for a re-sent dead letter; recovery_of: the group whose %DLQ%
+          topic this group consumes;
+        - trace_complete: every SubBefore and SubAfter of its deliveries landed;
+        - dlq_evidence, reconciliation_reason: see `dlq_evidence`.
+        """
+        message = lifecycle.message
+        evidence, reason = self.dlq_evidence(lifecycle)
+        return {
+            "consumer_group": lifecycle.group,
+            "msg_id": message.msg_id,
+            "origin_msg_id": None if message.pub_lost else message.origin_msg_id,
+            "final_state": lifecycle.state,
+            "deliveries": lifecycle.deliveries,
+            "in_dlq": lifecycle.dlq_entered_ms is not None,
+            "dlq_reconsume_times": lifecycle.dlq_reconsume_times,
+            "dlq_entered_ms": lifecycle.dlq_entered_ms,
+            "recovered_ms": lifecycle.recovered_ms,
+            "recovery_of": lifecycle.recovery_of,
+            "trace_complete": not lifecycle.lost_deliveries,
+            "dlq_evidence": evidence,
+            "reconciliation_reason": reason,
+        }
 
     def judge_open(self, lifecycle: Lifecycle, watermark_ms: int) -> str:
         """The state of a lifecycle still open when the trace ends, as the models judge it."""
+        if lifecycle.awaiting_resend:
+            return "DLQ"  # in the DLQ; the re-sent message is not delivered yet
         if lifecycle.in_flight:
             return "IN_FLIGHT"
         assert lifecycle.expected_ms is not None
@@ -645,6 +902,7 @@ class Engine:
 
     def _finish(self) -> None:
         watermark = self.stats.watermark_ms
+        self._release_truth(None)
         for lifecycle in sorted(
             self.active.values(), key=lambda item: (item.group, item.message.msg_id)
         ):
@@ -652,7 +910,7 @@ class Engine:
                 # queued for a first consume request that the run ended before sending: the
                 # trace has nothing of it, so it is not a lifecycle yet
                 continue
-            self._truth(lifecycle, self.judge_open(lifecycle, watermark), None)
+            self._close(lifecycle, self.judge_open(lifecycle, watermark), None)
         self.active.clear()
         self.trace_files.close_all()
         if self.dlq_files:
@@ -662,8 +920,9 @@ class Engine:
     # dead-letter export ----------------------------------------------------------------------
     def _dlq_copy(self, lifecycle: Lifecycle, decision: Decision) -> None:
         self.stats.dlq_messages += 1
-        if self.dlq_files is None:
+        if self.dlq_files is None or not lifecycle.dlq_exported:
             return
+        self.stats.dlq_exported += 1
         group = self.groups[lifecycle.index]
         message = lifecycle.message
         entered = decision.entered_dlq_ms
@@ -697,14 +956,14 @@ class Engine:
         else:
             properties["ORIGIN_MESSAGE_ID"] = message.offset_id
             properties["DELAY"] = "0"
-            if lifecycle.previous_level is not None:  # left over from the last retry hop
-                properties.update(REAL_TOPIC=f"%RETRY%{group.name}", REAL_QID="0")
+            if lifecycle.real_topic is not None:  # left over from the last schedule hop
+                properties.update(REAL_TOPIC=lifecycle.real_topic, REAL_QID="0")
         line: dict[str, object] = {
             "msgId": message.msg_id,
             "offsetMsgId": tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset),
             "topic": f"%DLQ%{group.name}",
             "queueId": 0,
-            "reconsumeTimes": dlq_copy_reconsume_times(group, lifecycle.reconsume_times),
+            "reconsumeTimes": lifecycle.dlq_reconsume_times,
             "bornTimestamp": message.born_ms,
             "storeTimestamp": entered,
             "storeHost": "10.0.0.1:10911",
@@ -718,10 +977,12 @@ class Engine:
         self.dlq_files.write(entered // HOUR_MS, json.dumps(line, separators=(",", ":")))
 
     # trace dispatch --------------------------------------------------------------------------
-    def record(self, at: int, client: str, record: str, msg_id: str) -> None:
-        """A trace record written by ``client`` at ``at``, for that client's dispatcher."""
+    def record(self, at: int, client: str, record: str, msg_id: str, owner: object = None) -> None:
+        """A trace record written by ``client`` at ``at``, for that client's dispatcher.
+        ``owner`` is whose record it is: the Published message for its Pub record, (lifecycle,
+        delivery number) for a SubBefore or SubAfter, None for others."""
         self.sequence += 1
-        heapq.heappush(self.pending_records, (at, self.sequence, client, record, msg_id))
+        heapq.heappush(self.pending_records, (at, self.sequence, client, record, msg_id, owner))
 
     def _dispatcher(self, client: str) -> Dispatcher:
         dispatcher = self.dispatchers.get(client)
@@ -747,20 +1008,36 @@ class Engine:
                 continue
             if next_record is None or next_record > now:
                 return
-            at, _, client, record, msg_id = heapq.heappop(self.pending_records)
-            self.stats.records += 1
+            at, _, client, record, msg_id, owner = heapq.heappop(self.pending_records)
             dispatcher = self._dispatcher(client)
             was_empty = not dispatcher.records
-            if dispatcher.add(at, record, msg_id):
+            if dispatcher.add(at, record, msg_id, owner):
                 self._send(dispatcher, at)
             elif was_empty:
                 heapq.heappush(self.deadlines, (dispatcher.deadline(), client))
 
     def _send(self, dispatcher: Dispatcher, at: int) -> None:
-        store_ms = at + self.traffic.store_delay(self)
-        trace_id, keys, body = dispatcher.take(self._month_start(at))
-        self.stats.trace_messages += 1
-        self.traffic.land(self, store_ms, trace_id, keys, body)
+        trace_id, keys, body, owners = dispatcher.take(self._month_start(at))
+        lost = self.traffic.trace_lost(self)
+        if lost:
+            self.stats.lost_trace_messages += 1
+            self.stats.lost_records += len(owners)
+        else:
+            self.stats.trace_messages += 1
+            self.stats.records += len(owners)
+            store_ms = at + self.traffic.store_delay(self)
+            self.traffic.land(self, store_ms, trace_id, keys, body)
+        for owner in owners:
+            if type(owner) is tuple:
+                lifecycle, number = owner
+                if lost:
+                    if lifecycle.lost_deliveries is None:
+                        lifecycle.lost_deliveries = set()
+                    lifecycle.lost_deliveries.add(number)
+                elif lifecycle.first_landed is None or number < lifecycle.first_landed:
+                    lifecycle.first_landed = number
+            elif lost and isinstance(owner, Published):
+                owner.pub_lost = True
 
     def write_line(self, hour: int, line: str, store_ms: int | None) -> None:
         """A landing line in the file of ``hour``; ``store_ms`` None for a line cut short."""
@@ -788,6 +1065,11 @@ class RandomTraffic:
             topic.name: [i for i, b in enumerate(behaviours) if topic.name in b.topics]
             for topic in TOPICS
         }
+        # the groups that consume each group's %DLQ% topic
+        self.dlq_subscribers = [
+            [i for i, b in enumerate(behaviours) if f"%DLQ%{group.name}" in b.topics]
+            for group in groups
+        ]
 
     def begin(self, engine: Engine) -> None:
         if self.config.messages > 0:
@@ -851,7 +1133,10 @@ class RandomTraffic:
             return "FAILED"  # RECONSUME_LATER for everything: failure as flow control
         if any(lifecycle.poisoned for lifecycle in request.lifecycles):
             return "EXCEPTION"
-        retries = max(lifecycle.reconsume_times for lifecycle in request.lifecycles)
+        retries = max(
+            lifecycle.reconsume_times - lifecycle.first_reconsume_times
+            for lifecycle in request.lifecycles
+        )
         if self.rng.random() < behaviour.transient * 0.5**retries:
             pick = self.rng.random()
             for kind, share in FAILURE_KINDS:
@@ -874,9 +1159,37 @@ class RandomTraffic:
             lag = self.rng.randrange(SCHEDULE_POLL_MS) + 5 + self.rng.randrange(200)
         return lag
 
+    def listener_requests_dlq(self, engine: Engine, request: Request) -> bool:
+        share = engine.behaviours[request.group].listener_dlq
+        if not share or any(lifecycle.resent for lifecycle in request.lifecycles):
+            return False  # a re-sent dead letter is not sent back: one DLQ entry per lifecycle
+        return self.rng.random() < share
+
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         offset_step = 180 + self.rng.randrange(400)
         return offset_step, self.rng.random() < 0.5
+
+    def on_dead_letter(self, engine: Engine, lifecycle: Lifecycle) -> None:
+        rng = self.rng
+        entered = lifecycle.dlq_entered_ms
+        assert entered is not None
+        for index in self.dlq_subscribers[lifecycle.index]:
+            # the recovery consumer pulls the stored copy 1-10 minutes later
+            recovery = engine.subscribe_dead_letter(index, lifecycle)
+            engine.deliver_at(entered + MINUTE_MS + rng.randrange(9 * MINUTE_MS), recovery)
+        share = engine.behaviours[lifecycle.index].resend
+        only_subscriber = self.subscribers.get(lifecycle.message.topic) == [lifecycle.index]
+        if share and only_subscriber and not lifecycle.resent and rng.random() < share:
+            lifecycle.poisoned = False  # the bug was fixed before the re-send
+            engine.resend(
+                entered + 20 * MINUTE_MS + rng.randrange(20 * MINUTE_MS),
+                lifecycle,
+                offset_step=180 + rng.randrange(400),
+                deliver_after=5 + rng.randrange(200),
+            )
+
+    def trace_lost(self, engine: Engine) -> bool:
+        return bool(self.config.lost_share) and self.rng.random() < self.config.lost_share
 
     def store_delay(self, engine: Engine) -> int:
         return 2 + self.rng.randrange(15)
@@ -981,6 +1294,7 @@ def generate(
     config.out.mkdir(parents=True, exist_ok=True)
     write_seed_files(config.out / "seeds", groups, delay_levels)
     versions = config.client_versions
+    run_ms = int(config.hours * HOUR_MS)
     engine = Engine(
         out=config.out,
         groups=groups,
@@ -991,9 +1305,11 @@ def generate(
         ],
         traffic=RandomTraffic(config, groups),
         start_ms=config.start_ms,
-        end_ms=config.start_ms + int(config.hours * HOUR_MS),
+        end_ms=config.start_ms + run_ms,
         compression=config.compression,
         dlq_export=config.dlq_export,
+        dlq_export_end_ms=config.start_ms + int(config.dlq_export_end_fraction * run_ms),
+        dlq_unexported_groups=config.dlq_unexported_groups,
     )
     stats = engine.run(progress=progress)
     (config.out / "generation.json").write_text(
@@ -1006,6 +1322,7 @@ def _config_json(config: GeneratorConfig) -> dict[str, object]:
     values = dict(config.__dict__)
     values["out"] = "."
     values["client_versions"] = list(config.client_versions)
+    values["dlq_unexported_groups"] = list(config.dlq_unexported_groups)
     return values
 
 

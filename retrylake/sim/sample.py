@@ -74,8 +74,17 @@ class ScriptedTraffic:
     def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
         return PULL_LAG_MS
 
+    def listener_requests_dlq(self, engine: Engine, request: Request) -> bool:
+        return False  # fraud-check's seed asks for the DLQ; no listener overrides its group's
+
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         return 517, True
+
+    def on_dead_letter(self, engine: Engine, lifecycle: Lifecycle) -> None:
+        pass  # no recovery consumer and no re-send in the sample
+
+    def trace_lost(self, engine: Engine) -> bool:
+        return False
 
     def store_delay(self, engine: Engine) -> int:
         return STORE_DELAY_MS
