@@ -7,6 +7,7 @@ tables had changed. The checks reuse the broker's own parser from spark_udfs.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from retrylake.errors import ConfigError
@@ -28,16 +29,23 @@ GROUP_COLUMNS = (
     "group_retry_policy",
 )
 DELAY_COLUMNS = ("broker_cluster", "message_delay_level")
+# Optional, after the required columns: broker-side behaviour that changed between versions.
+DELAY_OPTIONAL_COLUMNS = ("broker_version",)
+BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 
-def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+def _rows(
+    path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> list[tuple[int, dict[str, str]]]:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         header = tuple(reader.fieldnames or ())
-        if header != columns:
-            raise ConfigError(f"{path}, row 1: header is {list(header)}, expected {list(columns)}")
+        accepted = [columns + optional[:count] for count in range(len(optional) + 1)]
+        if header not in accepted:
+            expected = list(columns) + [f"{name} (optional)" for name in optional]
+            raise ConfigError(f"{path}, row 1: header is {list(header)}, expected {expected}")
         # Row numbers as a spreadsheet shows them: the header is row 1.
         return [(number, row) for number, row in enumerate(reader, start=2)]
 
@@ -68,7 +76,7 @@ def _choice(
 
 def check_delay_levels(path: Path) -> None:
     seen: dict[str, int] = {}
-    for number, row in _rows(path, DELAY_COLUMNS):
+    for number, row in _rows(path, DELAY_COLUMNS, DELAY_OPTIONAL_COLUMNS):
         cluster = row["broker_cluster"]
         if not cluster:
             raise ConfigError(f"{path}, row {number}, broker_cluster: empty")
@@ -82,6 +90,12 @@ def check_delay_levels(path: Path) -> None:
             parse_delay_levels(row["message_delay_level"])
         except DelayLevelError as error:
             raise ConfigError(f"{path}, row {number}, message_delay_level: {error}") from None
+        version = row.get("broker_version") or ""
+        if version and not BROKER_VERSION.fullmatch(version):
+            raise ConfigError(
+                f"{path}, row {number}, broker_version: {version!r} is not a version such as "
+                "4.9 or 5.3"
+            )
     if "*" not in seen:
         raise ConfigError(f"{path}: no default row with broker_cluster '*'")
 

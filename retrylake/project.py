@@ -42,3 +42,8 @@ def retry_overdue_grace_ms(project_dir: Path = DEFAULT_PROJECT_DIR) -> int:
 def consumer_group_defaults(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict[str, object]:
     """RocketMQ's settings for an empty seed cell or a group missing from the seed."""
     return dict(_var("consumer_group_defaults", project_dir))
+
+
+def default_broker_version(project_dir: Path = DEFAULT_PROJECT_DIR) -> str:
+    """The broker version of a cluster whose broker_delay_levels.csv row names none."""
+    return str(_var("default_broker_version", project_dir))

@@ -8,6 +8,7 @@
         'suspend_current_queue_time_millis': 'bigint',
         'retry_queue_nums': 'int',
         'delay_level_when_next_consume': 'int',
+        'consume_timeout_minutes': 'int',
     } -%}
     {%- if column in numeric_types -%}
         cast({{ value | int }} as {{ numeric_types[column] }})

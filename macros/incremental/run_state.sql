@@ -1,5 +1,6 @@
-{#- Run state: the highest staging load id that a complete run of the fact marts has processed.
-    Fact marts recompute the lifecycles touched by records loaded after it. It only advances when
+{#- Run state: the highest staging load id of each landing feed (trace records, dlq/ copies) that
+    a complete run of the fact marts has processed. Fact marts recompute the lifecycles touched
+    by rows loaded after it. It only advances when
     every fact mart was built successfully in the same run, so a partial `--select` or a failed
     run never skips data; re-processing is idempotent. -#}
 
@@ -25,16 +26,24 @@
     {%- if execute -%}
         {%- do run_query("create database if not exists " ~ target.schema ~ "_meta") -%}
         {%- do run_query("create table if not exists " ~ run_state_relation()
-            ~ " (processed_load_id bigint) using parquet") -%}
+            ~ " (processed_load_id bigint, processed_dlq_load_id bigint) using parquet") -%}
+        {#- A lakehouse built before dlq/ copies were read has the trace's column only. -#}
+        {%- set columns = run_query("describe " ~ run_state_relation()).columns[0].values() -%}
+        {%- if 'processed_dlq_load_id' not in columns -%}
+            {%- do run_query("alter table " ~ run_state_relation()
+                ~ " add columns (processed_dlq_load_id bigint)") -%}
+        {%- endif -%}
     {%- endif -%}
     select 1
 {% endmacro %}
 
-{% macro processed_load_id() %}
+{#- `feed` is 'trace' (stg_trace__records) or 'dlq' (stg_landing__dlq_lines). -#}
+{% macro processed_load_id(feed='trace') %}
     {%- if not execute or in_unit_test() -%}
         {{ return(0) }}
     {%- endif -%}
-    {%- set result = run_query("select coalesce(max(processed_load_id), 0) from "
+    {%- set column = 'processed_dlq_load_id' if feed == 'dlq' else 'processed_load_id' -%}
+    {%- set result = run_query("select coalesce(max(" ~ column ~ "), 0) from "
         ~ run_state_relation()) -%}
     {{ return(result.columns[0].values()[0] | int) }}
 {% endmacro %}
@@ -53,8 +62,9 @@
         {%- endfor -%}
         {%- if complete | length == fact_mart_names() | length -%}
             {%- do run_query("insert overwrite table " ~ run_state_relation()
-                ~ " select coalesce(max(load_id), 0) from " ~ target.schema
-                ~ "_staging.stg_trace__records") -%}
+                ~ " select (select coalesce(max(load_id), 0) from " ~ target.schema
+                ~ "_staging.stg_trace__records), (select coalesce(max(load_id), 0) from "
+                ~ target.schema ~ "_staging.stg_landing__dlq_lines)") -%}
         {%- endif -%}
     {%- endif -%}
     select 1

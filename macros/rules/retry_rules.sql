@@ -66,22 +66,28 @@
     end
 {%- endmacro %}
 
-{#- Orderly consumers reach the DLQ by sending a %RETRY% message with DELAY = 3 + r. The 4.9.x
+{#- A broker of the 4.x line (broker_version 4.9, say); 5.x changed send-back behaviour. -#}
+{% macro is_4x_broker(broker_version) -%}
+    (cast(split({{ broker_version }}, '[.]')[0] as int) < 5)
+{%- endmacro %}
+
+{#- Orderly consumers reach the DLQ by sending a %RETRY% message with DELAY = 3 + r. A 4.x
     broker keeps that delay (§1.3 bug), so the message enters the DLQ only after that level's
-    delay; 5.x forces DELAY=-1 and it enters at once. -#}
-{% macro orderly_dlq_is_delayed(consume_mode, client_line) -%}
-    ({{ consume_mode }} = 'ORDERLY' and {{ client_line }} = 'remoting-4.9')
+    delay; a 5.x broker forces DELAY=-1 and it enters at once (§1.4). A broker-side rule: it
+    follows the cluster's broker_version, not the client. -#}
+{% macro orderly_dlq_is_delayed(consume_mode, broker_version) -%}
+    ({{ consume_mode }} = 'ORDERLY' and {{ is_4x_broker(broker_version) }})
 {%- endmacro %}
 
 {#- The delay level a decision sends the message through the schedule topic with, or null:
     RETRY at the escalated level; an orderly DLQ send that a 4.9.x broker still delays, at
     3 + r clamped like any escalation (§1.3); nothing else is delayed. -#}
-{% macro scheduled_delay_level(decision, consume_mode, client_line, reconsume_times,
+{% macro scheduled_delay_level(decision, consume_mode, broker_version, reconsume_times,
                                client_delay_level, max_delay_level) -%}
     case
         when {{ decision }} = 'RETRY'
             then {{ escalated_delay_level(reconsume_times, client_delay_level, max_delay_level) }}
-        when {{ decision }} = 'DLQ' and {{ orderly_dlq_is_delayed(consume_mode, client_line) }}
+        when {{ decision }} = 'DLQ' and {{ orderly_dlq_is_delayed(consume_mode, broker_version) }}
             then {{ escalated_delay_level(reconsume_times, '0', max_delay_level) }}
     end
 {%- endmacro %}
@@ -118,15 +124,85 @@
     end
 {%- endmacro %}
 
-{#- Why a redelivery came (retry_decisions.redelivery_cause): SCHEDULED when it carries the
-    next reconsumeTimes, as the decision said; DUPLICATE_DELIVERY when it carries the same or an
-    earlier count (a rebalance, a crash or an offset reset delivered a stored copy again);
-    UNEXPLAINED when the count jumped ahead. -#}
-{% macro redelivery_cause(next_reconsume_times, observed_reconsume_times) -%}
+{#- The reconsumeTimes of the failed delivery that a DLQ copy storing `stored_reconsume_times`
+    came from: the inverse of next_reconsume_times for a DLQ decision. -#}
+{% macro failed_reconsume_times(stored_reconsume_times, consume_mode, client_line) -%}
     case
-        when {{ observed_reconsume_times }} is null then null
-        when {{ observed_reconsume_times }} = {{ next_reconsume_times }} then 'SCHEDULED'
-        when {{ observed_reconsume_times }} < {{ next_reconsume_times }} then 'DUPLICATE_DELIVERY'
+        when {{ consume_mode }} = 'ORDERLY' and {{ client_line }} = 'remoting-4.9'
+            then {{ stored_reconsume_times }}
+        else {{ stored_reconsume_times }} - 1
+    end
+{%- endmacro %}
+
+{#- A concurrent group's DLQ copy that the client sent rather than the broker's send-back: the
+    broker sets DELAY=0 on its DLQ copy (§1.2 step 8); the client's fallback sends DELAY = 3 + r
+    (4.9.x) or the 5.x broker stores DELAY=-1 (§3.4, §1.6). Orderly copies are always sent by the
+    client (§3.5). -#}
+{% macro is_client_fallback_copy(consume_mode, delay_property) -%}
+    ({{ consume_mode }} <> 'ORDERLY' and coalesce({{ delay_property }}, '0') <> '0')
+{%- endmacro %}
+
+{#- Whether a redelivery `gap_ms` after the previous delivery fits a delay of `delay_ms`: the
+    schedule service polls every 100 ms and the consumer pulls soon after (§2.3), so it comes
+    at most 2 s plus 1% of the delay late, and never more than 1 s early (clocks). -#}
+{% macro redelivery_fits(gap_ms, delay_ms) -%}
+    (
+        {{ gap_ms }} >= {{ delay_ms }} - 1000
+        and {{ gap_ms }} <= {{ delay_ms }} + 2000 + {{ delay_ms }} div 100
+    )
+{%- endmacro %}
+
+{#- Why a delivery after the first came (redeliveries.redelivery_cause), the first rule that
+    holds; times in ms. `previous_outcome` is FAILED, SUCCESS or IN_FLIGHT (no result yet);
+    `gap_ms` runs from the previous delivery's end, `start_gap_ms` from its start;
+    `expected_delay_ms` is what the rules waited after the failure (null unless they retry);
+    `fallback_delay_ms` the delay of level 3 + r, which the broker's send-back (no level asked)
+    and the client's fallback use; `nearest_level_delay_ms` the delay of the cluster's level
+    closest to the gap.
+    - RESENT: the message entered the DLQ before, and comes again with its count restarted (an
+      operator re-sent it as a new message);
+    - DUPLICATE_DELIVERY: the same or a lower count again (a rebalance, a crash before the
+      offset commit, an offset reset);
+    - UNEXPLAINED: a count more than one ahead;
+    - CONSUME_TIMEOUT: r + 1 between consumeTimeout and twice that (+ level 3, 10 s) after the
+      previous start, which took longer than consumeTimeout or is still running (§3.6);
+    - PARTIAL_BATCH_ACK: r + 1 after level 3 + r from the end of a delivery traced as success:
+      the listener acked the batch only up to ackIndex (§3.3);
+    - SCHEDULED: the rules' delay (or later: the consumer came late);
+    - LOCAL_RECONSUME: about 5 s after a failure whose send-back and fallback both failed (§3.3);
+    - CLIENT_FALLBACK: level 3 + r where the rules wait another level or send to the DLQ: the
+      send-back RPC failed and the client re-sent it itself, ignoring the level (§3.4);
+    - LISTENER_LEVEL: another level's delay: the listener set delayLevelWhenNextConsume. -#}
+{% macro redelivery_cause(previous_outcome, previous_dead_lettered, previous_reconsume_times,
+                          reconsume_times, gap_ms, start_gap_ms, previous_took_ms,
+                          consume_timeout_ms, expected_delay_ms, fallback_delay_ms,
+                          nearest_level_delay_ms, consume_mode) -%}
+    case
+        when
+            {{ previous_dead_lettered }}
+            and {{ reconsume_times }} <= {{ previous_reconsume_times }}
+            then 'RESENT'
+        when {{ reconsume_times }} <= {{ previous_reconsume_times }} then 'DUPLICATE_DELIVERY'
+        when {{ reconsume_times }} > {{ previous_reconsume_times }} + 1 then 'UNEXPLAINED'
+        when
+            {{ consume_mode }} <> 'ORDERLY'
+            and coalesce({{ previous_took_ms }} >= {{ consume_timeout_ms }}, true)
+            and {{ start_gap_ms }} >= {{ consume_timeout_ms }}
+            and {{ start_gap_ms }} <= 2 * {{ consume_timeout_ms }} + 10000 + 2000
+            then 'CONSUME_TIMEOUT'
+        when {{ previous_outcome }} = 'SUCCESS' and {{ redelivery_fits(gap_ms, fallback_delay_ms) }}
+            then 'PARTIAL_BATCH_ACK'
+        when {{ previous_outcome }} <> 'FAILED' then 'UNEXPLAINED'
+        when {{ redelivery_fits(gap_ms, expected_delay_ms) }} then 'SCHEDULED'
+        when {{ consume_mode }} <> 'ORDERLY' and {{ redelivery_fits(gap_ms, 5000) }}
+            then 'LOCAL_RECONSUME'
+        when {{ consume_mode }} <> 'ORDERLY' and {{ redelivery_fits(gap_ms, fallback_delay_ms) }}
+            then 'CLIENT_FALLBACK'
+        when
+            {{ consume_mode }} <> 'ORDERLY'
+            and {{ redelivery_fits(gap_ms, nearest_level_delay_ms) }}
+            then 'LISTENER_LEVEL'
+        when {{ gap_ms }} > {{ expected_delay_ms }} then 'SCHEDULED'
         else 'UNEXPLAINED'
     end
 {%- endmacro %}

@@ -1,9 +1,8 @@
-{{ config(materialized='view') }}
-
 -- Every landing line (trace/ and dlq/) or trace record that could not be used, with the reason.
--- Together with the parsed lines it accounts for every line that landed. A view: records that
--- wait for a partner (a SubAfter whose SubBefore has not landed yet) leave it as soon as the
--- partner arrives.
+-- Together with the parsed lines it accounts for every line that landed. Rebuilt on every run:
+-- records that wait for a partner (a SubAfter whose SubBefore has not landed yet) leave it as
+-- soon as the partner arrives. A table, so that readers of the parquet files (retrylake query)
+-- see it like every other mart.
 with
 
 lines as (

@@ -2,6 +2,9 @@
 -- (a topic read twice, a file landed twice) hold the same copy, known by its offset id, and it
 -- counts once. The properties a copy carries are named here (spec §7); a copy's stored
 -- `reconsumeTimes` field is its count (the RECONSUME_TIME property is never stored, §1.5).
+-- `lifecycle_msg_id` ties a copy to its lifecycle in every path: the UNIQ_KEY, which the broker
+-- and the client copy on every hop (§3.7); ORIGIN_MESSAGE_ID is an offset id on the broker path
+-- and missing from an orderly 4.9.x copy (§3.5).
 with
 
 lines as (
@@ -24,6 +27,7 @@ final as (
         substring(dlq_topic, length('%DLQ%') + 1) as consumer_group,
         dlq_topic,
         msg_id,
+        coalesce(message_properties['UNIQ_KEY'], msg_id) as lifecycle_msg_id,
         offset_msg_id,
         queue_id,
         reconsume_times,

@@ -73,3 +73,23 @@ def test_bad_group_rows_name_file_row_and_value(project: Path, old: str, new: st
         check_configuration(project)
     message = str(error.value)
     assert "consumer_groups.csv" in message and "row " in message and named in message
+
+
+def test_a_bad_broker_version_names_file_row_and_value(project: Path):
+    seed = project / "seeds" / "broker_delay_levels.csv"
+    _replace(seed, "fast-cluster,5s 8s,4.9", "fast-cluster,5s 8s,five")
+    with pytest.raises(ConfigError) as error:
+        check_configuration(project)
+    message = str(error.value)
+    assert "broker_delay_levels.csv, row 3, broker_version: 'five'" in message
+
+
+def test_the_broker_version_column_is_optional(project: Path):
+    seed = project / "seeds" / "broker_delay_levels.csv"
+    lines = seed.read_text().splitlines()
+    seed.write_text("\n".join(line.rsplit(",", 1)[0] for line in lines) + "\n")
+    assert seed.read_text().startswith("broker_cluster,message_delay_level\n")
+    check_configuration(project)
+    seed.write_text(seed.read_text().replace("message_delay_level", "message_delay_level,extra", 1))
+    with pytest.raises(ConfigError, match="row 1: header is"):
+        check_configuration(project)

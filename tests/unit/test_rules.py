@@ -138,17 +138,23 @@ def test_orderly_without_a_max_never_dead_letters():
     )
 
 
-def test_orderly_at_max_dead_letters_through_the_schedule_on_remoting_4_9():
-    # 4.9.x sends the DLQ copy with DELAY = 3 + r: r = 3 is level 6, 2 minutes
-    group = _group(consume_mode="ORDERLY", max_reconsume_times=3, client_line="remoting-4.9")
-    assert decide(group, 3, FAILED_AT, DEFAULT_TABLE) == Decision(
+@pytest.mark.parametrize("client_line", ["remoting-4.9", "remoting-5"])
+def test_orderly_at_max_dead_letters_through_the_schedule_on_a_4_9_broker(client_line: str):
+    # The client sends the DLQ copy with DELAY = 3 + r and a 4.x broker keeps it (§1.3):
+    # r = 3 is level 6, 2 minutes, whichever client sent it.
+    group = _group(consume_mode="ORDERLY", max_reconsume_times=3, client_line=client_line)
+    assert decide(group, 3, FAILED_AT, DEFAULT_TABLE, "4.9") == Decision(
         "DLQ", 6, 120_000, entered_dlq_ms=FAILED_AT + 120_000
     )
 
 
-def test_orderly_at_max_dead_letters_at_once_on_remoting_5():
-    group = _group(consume_mode="ORDERLY", max_reconsume_times=3, client_line="remoting-5")
-    assert decide(group, 3, FAILED_AT, DEFAULT_TABLE) == Decision("DLQ", entered_dlq_ms=FAILED_AT)
+@pytest.mark.parametrize("client_line", ["remoting-4.9", "remoting-5"])
+def test_orderly_at_max_dead_letters_at_once_on_a_5_broker(client_line: str):
+    # A 5.x broker forces DELAY=-1 on the DLQ copy (§1.4).
+    group = _group(consume_mode="ORDERLY", max_reconsume_times=3, client_line=client_line)
+    assert decide(group, 3, FAILED_AT, DEFAULT_TABLE, "5.3") == Decision(
+        "DLQ", entered_dlq_ms=FAILED_AT
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,15 @@ configured as (
 ),
 
 delay_clusters as (
-    select distinct broker_cluster from {{ ref('stg_config__broker_delay_levels') }}
+    select
+        broker_cluster,
+        broker_version
+    from {{ ref('stg_config__broker_delay_levels') }}
+),
+
+default_cluster as (
+    select broker_version from delay_clusters
+    where broker_cluster = '*'
 ),
 
 traced_groups as (
@@ -63,13 +71,22 @@ final as (
         all_groups.broker_cluster,
         -- A cluster without its own row in broker_delay_levels uses the default row `*`.
         coalesce(delay_clusters.broker_cluster, '*') as delay_cluster,
+        -- Broker-side behaviour follows the cluster's version (its row, else the `*` row's).
+        coalesce(
+            delay_clusters.broker_version,
+            default_cluster.broker_version,
+            '{{ var("default_broker_version") }}'
+        ) as broker_version,
         all_groups.client_line,
+        -- The expiry cleaner sends back a message held longer than this (spec §3.6).
+        {{ consumer_group_default('consume_timeout_minutes') }} as consume_timeout_minutes,
         all_groups.group_retry_policy,
         all_groups.settings_source,
         all_groups.settings_source = 'default' as is_default_settings
     from all_groups
     left join delay_clusters
         on all_groups.broker_cluster = delay_clusters.broker_cluster
+    cross join default_cluster
 )
 
 select * from final

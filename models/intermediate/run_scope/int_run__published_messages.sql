@@ -1,5 +1,8 @@
 -- What the producer's Pub trace says about each message of this run's scope: topic, tags, keys
--- and the offset id of the stored original, which is the origin of every retry (§1.2, §6).
+-- and the offset id of the stored original, which is the origin of every retry (§1.2, §6). The
+-- Pub of a delayed message names its copy in the schedule topic, and that of a transactional
+-- message the half message (§2.2, §2.4): consumers receive another copy, whose offset id the
+-- Pub cannot know, so their origin is left unknown (a DLQ copy's ORIGIN_MESSAGE_ID tells it).
 with
 
 -- A message is published at most the broker's retention before its first delivery.
@@ -29,7 +32,10 @@ ranked as (
 final as (
     select
         msg_id,
-        offset_msg_id as origin_msg_id,
+        case when {{ origin_kind('message_type') }} = 'NORMAL' then offset_msg_id end
+            as origin_msg_id,
+        {{ origin_kind('message_type') }} as origin_kind,
+        offset_msg_id as published_offset_msg_id,
         producer_group,
         topic,
         tags,

@@ -1,6 +1,7 @@
 {#- The (group, message) lifecycles that something in this run changes, with the
     (lifecycle_date, lifecycle_hour) partitions they were and will be in:
     - lifecycles with records loaded since the last complete run, or whose Pub arrived;
+    - lifecycles whose dead-letter copy arrived in a dlq/ export since then;
     - lifecycles waiting for a retry, which turn RETRY_OVERDUE as the watermark moves.
     Each lookup into the history is bounded by how far back the new records can reach (see
     macros/incremental/lookback.sql). Empty on a first or full-refresh build, which recomputes
@@ -9,10 +10,12 @@
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
 {%- set incremental_run = previous_lifecycles is not none %}
 {%- set processed = processed_load_id() if incremental_run else 0 %}
+{%- set processed_dlq = processed_load_id('dlq') if incremental_run else 0 %}
 {%- set sub_before = ref('stg_trace__sub_before') %}
 {%- set sub_after = ref('stg_trace__sub_after') %}
 {%- set pubs = ref('stg_trace__pub') %}
 {%- set records = ref('stg_trace__records') %}
+{%- set dlq_copies = ref('stg_dlq__messages') %}
 
 {% if not incremental_run %}
 
@@ -62,6 +65,15 @@
         select distinct msg_id
         from {{ pubs }}
         where load_id > {{ processed }}
+    ),
+
+    -- Dead-letter copies are few: the whole of them is read.
+    new_dlq_copies as (
+        select distinct
+            consumer_group,
+            lifecycle_msg_id as msg_id
+        from {{ dlq_copies }}
+        where load_id > {{ processed_dlq }}
     ),
 
     -- A consume request's SubBefore is stored before its SubAfter.
@@ -124,6 +136,17 @@
         where
             previous_lifecycles.lifecycle_date
             >= to_date({{ hours_before(earliest_new_pub, var('trace_clock_skew_hours')) }})
+
+        union
+
+        select
+            previous_lifecycles.consumer_group,
+            previous_lifecycles.msg_id
+        from previous_lifecycles
+        left semi join new_dlq_copies
+            on
+                previous_lifecycles.consumer_group = new_dlq_copies.consumer_group
+                and previous_lifecycles.msg_id = new_dlq_copies.msg_id
 
         union
 

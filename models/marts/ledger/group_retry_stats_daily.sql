@@ -11,6 +11,27 @@ attempts as (
     {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_run__refresh_partitions'), grain='day') }}
 ),
 
+redeliveries as (
+    {{ rows_in_refresh_scope(ref('redeliveries'), ref('int_run__refresh_partitions'), grain='day') }}
+),
+
+redelivery_causes as (
+    select
+        consumer_group,
+        lifecycle_date,
+        count_if(redelivery_cause = 'SCHEDULED') as scheduled_redeliveries,
+        count_if(redelivery_cause = 'LISTENER_LEVEL') as listener_level_redeliveries,
+        count_if(redelivery_cause = 'CONSUME_TIMEOUT') as consume_timeout_redeliveries,
+        count_if(redelivery_cause = 'CLIENT_FALLBACK') as client_fallback_redeliveries,
+        count_if(redelivery_cause = 'LOCAL_RECONSUME') as local_reconsume_redeliveries,
+        count_if(redelivery_cause = 'PARTIAL_BATCH_ACK') as partial_batch_ack_redeliveries,
+        count_if(redelivery_cause = 'DUPLICATE_DELIVERY') as duplicate_deliveries,
+        count_if(redelivery_cause = 'RESENT') as resent_redeliveries,
+        count_if(redelivery_cause = 'UNEXPLAINED') as unexplained_redeliveries
+    from redeliveries
+    group by consumer_group, lifecycle_date
+),
+
 first_deliveries as (
     select
         consumer_group,
@@ -30,8 +51,11 @@ cohorts as (
         sum(deliveries - 1) as retries,
         count_if(deliveries > 1) as retried_messages,
         count_if(final_state = 'CONSUMED') as consumed,
-        count_if(final_state = 'DLQ') as dlq,
+        -- A dead letter stays counted on its day when an operator recovers it later.
+        count_if(dlq_at is not null) as dlq,
+        count_if(recovered_at is not null) as recovered,
         count_if(final_state = 'DROPPED') as dropped,
+        count_if(successful_deliveries > 1) as consumed_more_than_once,
         count_if(final_state in ('WAITING_RETRY', 'RETRY_OVERDUE', 'IN_FLIGHT')) as still_open,
         percentile(deliveries, 0.5) as p50_deliveries,
         percentile(deliveries, 0.95) as p95_deliveries,
@@ -51,7 +75,9 @@ final as (
         cohorts.retried_messages,
         cohorts.consumed,
         cohorts.dlq,
+        cohorts.recovered,
         cohorts.dropped,
+        cohorts.consumed_more_than_once,
         cohorts.still_open,
         cohorts.retried_messages / cohorts.messages as retry_rate,
         cohorts.dlq / cohorts.messages as dlq_rate,
@@ -61,12 +87,24 @@ final as (
         cohorts.p95_deliveries,
         cohorts.p50_time_to_success_ms,
         cohorts.p95_time_to_success_ms,
+        {% for cause in [
+            'scheduled_redeliveries', 'listener_level_redeliveries',
+            'consume_timeout_redeliveries', 'client_fallback_redeliveries',
+            'local_reconsume_redeliveries', 'partial_batch_ack_redeliveries',
+            'duplicate_deliveries', 'resent_redeliveries', 'unexplained_redeliveries'
+        ] -%}
+            coalesce(redelivery_causes.{{ cause }}, 0) as {{ cause }},
+        {% endfor -%}
         cohorts.lifecycle_date as stat_date
     from cohorts
     left join first_deliveries
         on
             cohorts.consumer_group = first_deliveries.consumer_group
             and cohorts.lifecycle_date = first_deliveries.lifecycle_date
+    left join redelivery_causes
+        on
+            cohorts.consumer_group = redelivery_causes.consumer_group
+            and cohorts.lifecycle_date = redelivery_causes.lifecycle_date
 )
 
 select * from final

@@ -1,7 +1,10 @@
 {{ config(post_hook="{{ drop_moved_partitions() }}") }}
 -- depends_on: {{ ref('int_run__refresh_partitions') }}  (read by the post-hook)
 -- One row per (consumer group, message): how many deliveries, and where the message is now,
--- judged against the data watermark.
+-- judged against the data watermark. A dead-letter copy seen in the dlq/ exports is evidence
+-- too: it puts a message in the DLQ that the rules expected to be retried (the listener asked
+-- for the DLQ, or the configured max is not the real one). A dead letter that is later consumed
+-- (re-sent by an operator) keeps its DLQ entry and is CONSUMED, with `recovered_at`.
 with
 
 attempts as (
@@ -12,6 +15,33 @@ decisions as (
     {{ rows_in_refresh_scope(ref('retry_decisions'), ref('int_run__refresh_partitions')) }}
 ),
 
+redeliveries as (
+    {{ rows_in_refresh_scope(ref('redeliveries'), ref('int_run__refresh_partitions')) }}
+),
+
+-- A delivery traced as a success whose message came back at r + 1 after level 3 + r was acked
+-- only up to ackIndex (§3.3): it did not consume this message.
+partially_acked as (
+    select
+        consumer_group,
+        msg_id,
+        previous_delivery_number as delivery_number
+    from redeliveries
+    where redelivery_cause = 'PARTIAL_BATCH_ACK'
+),
+
+consumptions as (
+    select
+        attempts.*,
+        attempts.is_success and partially_acked.msg_id is null as is_consumption
+    from attempts
+    left join partially_acked
+        on
+            attempts.consumer_group = partially_acked.consumer_group
+            and attempts.msg_id = partially_acked.msg_id
+            and attempts.delivery_number = partially_acked.delivery_number
+),
+
 published as (
     select * from {{ ref('int_run__published_messages') }}
 ),
@@ -20,20 +50,45 @@ watermark as (
     select * from {{ ref('int_trace_watermark') }}
 ),
 
+dlq_copies as (
+    select * from {{ ref('stg_dlq__messages') }}
+),
+
+observed_dead_letters as (
+    select
+        consumer_group,
+        lifecycle_msg_id as msg_id,
+        min(stored_at) as first_stored_at
+    from dlq_copies
+    group by consumer_group, lifecycle_msg_id
+),
+
+predicted_dead_letters as (
+    select
+        consumer_group,
+        msg_id,
+        min(entered_dlq_at) as first_entered_dlq_at
+    from decisions
+    where decision = 'DLQ'
+    group by consumer_group, msg_id
+),
+
 delivery_summary as (
     select
         consumer_group,
         msg_id,
         count(*) as deliveries,
+        count_if(is_consumption) as successful_deliveries,
         max(delivery_number) as last_delivery_number,
+        min_by(reconsume_times, delivery_number) as first_reconsume_times,
         max_by(keys, delivery_number) as consumer_keys,
         min(consume_started_at) as first_consume_at,
         max(consume_started_at) as last_consume_at,
-        min(case when is_success then consume_ended_at end) as consumed_at,
+        min(case when is_consumption then consume_ended_at end) as consumed_at,
         max(reconsume_times) as max_reconsume_times,
         min(lifecycle_date) as lifecycle_date,
         min(lifecycle_hour) as lifecycle_hour
-    from attempts
+    from consumptions
     group by consumer_group, msg_id
 ),
 
@@ -41,6 +96,8 @@ last_deliveries as (
     select
         delivery_summary.*,
         last_attempt.is_success as last_is_success,
+        last_attempt.reconsume_times as last_reconsume_times,
+        last_attempt.return_type as last_return_type,
         last_decision.decision as last_decision,
         last_decision.entered_dlq_at,
         last_decision.expected_redelivery_at as last_expected_redelivery_at
@@ -57,21 +114,88 @@ last_deliveries as (
             and last_attempt.delivery_number = last_decision.delivery_number
 ),
 
-judged as (
+-- A dead-letter copy came from the last traced delivery when its stored count is that
+-- delivery's r + 1 (the broker's send-back) or r (an orderly 4.9.x client's copy), or from a later
+-- delivery the trace never saw when it counts more and was stored after the last traced start.
+-- An older entry (before an operator re-sent the message, whose count starts again at 0) does
+-- not count.
+last_delivery_copies as (
+    select distinct
+        last_deliveries.consumer_group,
+        last_deliveries.msg_id
+    from last_deliveries
+    inner join dlq_copies
+        on
+            last_deliveries.consumer_group = dlq_copies.consumer_group
+            and last_deliveries.msg_id = dlq_copies.lifecycle_msg_id
+    where
+        dlq_copies.reconsume_times in (
+            last_deliveries.last_reconsume_times, last_deliveries.last_reconsume_times + 1
+        )
+        or (
+            dlq_copies.reconsume_times > last_deliveries.last_reconsume_times + 1
+            and dlq_copies.stored_at >= last_deliveries.last_consume_at
+        )
+),
+
+with_dead_letters as (
     select
         last_deliveries.*,
+        coalesce(
+            predicted_dead_letters.first_entered_dlq_at, observed_dead_letters.first_stored_at
+        ) as first_dlq_at,
+        last_delivery_copies.msg_id is not null as last_delivery_is_dead_lettered
+    from last_deliveries
+    left join predicted_dead_letters
+        on
+            last_deliveries.consumer_group = predicted_dead_letters.consumer_group
+            and last_deliveries.msg_id = predicted_dead_letters.msg_id
+    left join observed_dead_letters
+        on
+            last_deliveries.consumer_group = observed_dead_letters.consumer_group
+            and last_deliveries.msg_id = observed_dead_letters.msg_id
+    left join last_delivery_copies
+        on
+            last_deliveries.consumer_group = last_delivery_copies.consumer_group
+            and last_deliveries.msg_id = last_delivery_copies.msg_id
+),
+
+recoveries as (
+    select
+        with_dead_letters.consumer_group,
+        with_dead_letters.msg_id,
+        min(attempts.consume_ended_at) as recovered_at
+    from with_dead_letters
+    inner join attempts
+        on
+            with_dead_letters.consumer_group = attempts.consumer_group
+            and with_dead_letters.msg_id = attempts.msg_id
+            and with_dead_letters.first_dlq_at <= attempts.consume_started_at
+    where attempts.is_success
+    group by with_dead_letters.consumer_group, with_dead_letters.msg_id
+),
+
+judged as (
+    select
+        with_dead_letters.*,
+        recoveries.recovered_at,
         case
-            when last_deliveries.consumed_at is not null then 'CONSUMED'
-            when last_deliveries.last_is_success is null then 'IN_FLIGHT'
-            when last_deliveries.last_decision = 'DLQ' then 'DLQ'
-            when last_deliveries.last_decision = 'DROP' then 'DROPPED'
+            when with_dead_letters.consumed_at is not null then 'CONSUMED'
+            when with_dead_letters.last_decision = 'DLQ' then 'DLQ'
+            when with_dead_letters.last_delivery_is_dead_lettered then 'DLQ'
+            when with_dead_letters.last_is_success is null then 'IN_FLIGHT'
+            when with_dead_letters.last_decision = 'DROP' then 'DROPPED'
             when {{ retry_is_awaited(
-                'last_deliveries.last_expected_redelivery_at', 'watermark.watermark_at'
+                'with_dead_letters.last_expected_redelivery_at', 'watermark.watermark_at'
             ) }}
                 then 'WAITING_RETRY'
             else 'RETRY_OVERDUE'
         end as final_state
-    from last_deliveries
+    from with_dead_letters
+    left join recoveries
+        on
+            with_dead_letters.consumer_group = recoveries.consumer_group
+            and with_dead_letters.msg_id = recoveries.msg_id
     cross join watermark
 ),
 
@@ -80,17 +204,24 @@ final as (
         judged.consumer_group,
         judged.msg_id,
         published.origin_msg_id,
+        coalesce(published.origin_kind, 'UNKNOWN') as origin_kind,
+        published.published_offset_msg_id,
         published.topic,
         coalesce(published.keys, judged.consumer_keys) as `keys`,
         published.tags,
         judged.deliveries,
+        judged.successful_deliveries,
+        judged.first_reconsume_times,
         judged.max_reconsume_times,
+        judged.last_reconsume_times,
+        judged.last_return_type,
         judged.final_state,
         published.published_at,
         judged.first_consume_at,
         judged.last_consume_at,
         judged.consumed_at,
-        case when judged.final_state = 'DLQ' then judged.entered_dlq_at end as dlq_at,
+        judged.first_dlq_at as dlq_at,
+        judged.recovered_at,
         case
             when judged.final_state in ('WAITING_RETRY', 'RETRY_OVERDUE')
                 then judged.last_expected_redelivery_at

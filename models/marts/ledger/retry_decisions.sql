@@ -65,6 +65,7 @@ with_settings as (
         consumer_groups.delay_level_when_next_consume,
         consumer_groups.effective_suspend_millis,
         consumer_groups.client_line,
+        consumer_groups.broker_version,
         consumer_groups.delay_cluster,
         highest_levels.max_delay_level
     from failed_deliveries
@@ -88,7 +89,7 @@ scheduled as (
     select
         *,
         {{ scheduled_delay_level(
-            'decision', 'consume_mode', 'client_line', 'reconsume_times',
+            'decision', 'consume_mode', 'broker_version', 'reconsume_times',
             'delay_level_when_next_consume', 'max_delay_level'
         ) }} as delay_level,
         {{ next_reconsume_times('decision', 'reconsume_times', 'consume_mode', 'client_line') }}
@@ -144,12 +145,6 @@ final as (
         end as redelivery_lag_ms,
         case when timed.is_redelivered then timed.next_delivery_reconsume_times end
             as observed_reconsume_times,
-        case
-            when timed.is_redelivered
-                then {{ redelivery_cause(
-                    'timed.next_reconsume_times', 'timed.next_delivery_reconsume_times'
-                ) }}
-        end as redelivery_cause,
         case
             when timed.decision = 'DLQ'
                 then {{ add_millis('timed.failed_at', 'coalesce(timed.delay_ms, 0)') }}
