@@ -27,6 +27,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 # Compared besides the fact marts: the effective configuration (and the quarantine, below).
 CONFIG_MARTS = ("consumer_groups", "delay_levels")
+# rebuilt whole on every run, from the fact marts and the dlq/ copies
+DLQ_MARTS = ("dlq_messages", "dlq_reconciliation")
 DAY_MS = 86_400_000
 
 
@@ -73,7 +75,7 @@ def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
 
 
 def _marts(spark, lakehouse: Lakehouse) -> dict[str, list[tuple]]:
-    names = [*fact_marts(lakehouse), *CONFIG_MARTS]
+    names = [*fact_marts(lakehouse), *CONFIG_MARTS, *DLQ_MARTS]
     snapshot = {name: table_snapshot(spark, f"retrylake.{name}") for name in names}
     # the dead-letter copies the exports hold, whichever batch and file brought them
     snapshot["stg_dlq__messages"] = table_snapshot(
