@@ -589,7 +589,7 @@ def test_docs_generate_describes_every_mart_column(spark, sample, lakehouse):
         for node in manifest["nodes"].values()
         if node["resource_type"] == "model" and node["schema"] == "retrylake"
     ]
-    assert len(marts) == 9
+    assert len(marts) == 10
     for node in marts:
         assert node["description"], node["name"]
         built = catalog["nodes"][node["unique_id"]]["columns"]
