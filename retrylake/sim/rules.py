@@ -6,14 +6,17 @@ independent second implementation the tests compare them with.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrylake.project import consumer_group_defaults
+from retrylake.config_check import GROUP_COLUMNS
+from retrylake.project import consumer_group_defaults, default_broker_version
 
-CONSUME_TIMEOUT_MS = 15 * 60 * 1000
+CONSUME_TIMEOUT_MS = 15 * 60 * 1000  # DefaultMQPushConsumer.consumeTimeout, 15 minutes (§3.1)
 
 # RocketMQ's defaults, from dbt_project.yml like the models' (an empty seed cell, a missing group)
 DEFAULTS = consumer_group_defaults()
+DEFAULT_BROKER_VERSION = default_broker_version()
 # What broker_cluster '*' (the default delay row) stands for where a real cluster name is
 # written, as in a DLQ copy's CLUSTER property: RocketMQ's own default cluster name.
 DEFAULT_CLUSTER_NAME = "DefaultCluster"
@@ -28,6 +31,7 @@ SEED_FIELDS = {
     "delay_level_when_next_consume": "delay_level_when_next_consume",
     "broker_cluster": "broker_cluster",
     "client_line": "client_line",
+    "consume_timeout_minutes": "consume_timeout_minutes",
 }
 
 
@@ -44,6 +48,10 @@ class Group:
     delay_level_when_next_consume: int = int(DEFAULTS["delay_level_when_next_consume"])
     broker_cluster: str = DEFAULTS["broker_cluster"]
     client_line: str = DEFAULTS["client_line"]
+    # the consumer's consumeTimeout; read from the seed when it has the column
+    consume_timeout_minutes: int = int(
+        DEFAULTS.get("consume_timeout_minutes", CONSUME_TIMEOUT_MS // 60_000)
+    )
     in_seed: bool = True
 
     @classmethod
@@ -61,19 +69,15 @@ class Group:
         """The broker cluster's name; a real cluster is never named '*'."""
         return DEFAULT_CLUSTER_NAME if self.broker_cluster == "*" else self.broker_cluster
 
-    def seed_row(self) -> list[object]:
-        return [
-            self.name,
-            self.message_model,
-            self.consume_mode,
-            self.max_reconsume_times,
-            self.suspend_ms,
-            self.retry_queue_nums,
-            self.delay_level_when_next_consume,
-            self.broker_cluster,
-            self.client_line,
-            "",
-        ]
+    @property
+    def consume_timeout_ms(self) -> int:
+        return self.consume_timeout_minutes * 60_000
+
+    def seed_row(self, columns: Sequence[str] = GROUP_COLUMNS) -> list[object]:
+        """The group's row of consumer_groups.csv, in the order of ``columns``."""
+        values: dict[str, object] = {"consumer_group": self.name}
+        values.update((column, getattr(self, name)) for column, name in SEED_FIELDS.items())
+        return [values.get(column, "") for column in columns]
 
 
 @dataclass(frozen=True)
@@ -85,14 +89,25 @@ class Decision:
     entered_dlq_ms: int | None = None
 
 
-def decide(group: Group, reconsume_times: int, failed_at_ms: int, table: list[int]) -> Decision:
+def is_4x_broker(broker_version: str) -> bool:
+    """A broker of the 4.x line: the send-back behaviours that 5.x changed (§1.3, §1.4)."""
+    return int(broker_version.split(".")[0]) < 5
+
+
+def decide(
+    group: Group,
+    reconsume_times: int,
+    failed_at_ms: int,
+    table: list[int],
+    broker_version: str = DEFAULT_BROKER_VERSION,
+) -> Decision:
     """What the client and broker do with one failed delivery; ``table`` is the delay of each
-    level of the group's broker cluster, in ms."""
+    level of the group's broker cluster, in ms, and ``broker_version`` that cluster's version."""
     r = reconsume_times
     if group.consume_mode == "ORDERLY":
         limit = None if group.max_reconsume_times == -1 else group.max_reconsume_times
         if limit is not None and r >= limit:
-            if group.client_line == "remoting-4.9":  # 4.9.x keeps DELAY=3+r on the DLQ copy
+            if is_4x_broker(broker_version):  # a 4.x broker keeps DELAY=3+r on the DLQ copy
                 level = min(3 + r, len(table))
                 delay = table[level - 1]
                 return Decision("DLQ", level, delay, entered_dlq_ms=failed_at_ms + delay)

@@ -65,15 +65,18 @@ class ClientVersion:
     pub_fields: int
     sub_before_fields: int
     sub_after_fields: int
+    end_transaction: bool = True  # writes EndTransaction records (4.9.0 and later)
 
 
 CLIENT_VERSIONS = {
-    "4.7": ClientVersion("4.7", 14, 8, 7),
-    "4.8": ClientVersion("4.8", 15, 9, 9),
+    "4.7": ClientVersion("4.7", 14, 8, 7, end_transaction=False),
+    "4.8": ClientVersion("4.8", 15, 9, 9, end_transaction=False),
     "4.9.1": ClientVersion("4.9.1", 14, 8, 7),
     "4.9": ClientVersion("4.9", 14, 8, 9),
-    "old": ClientVersion("old", 13, 8, 7),
+    "old": ClientVersion("old", 13, 8, 7, end_transaction=False),
 }
+# MessageType ordinals of the Pub record's [11] (spec §5.1)
+NORMAL_MSG, TRANS_MSG_HALF, TRANS_MSG_COMMIT, DELAY_MSG = 0, 1, 2, 3
 
 
 def pub_record(
@@ -193,7 +196,7 @@ def end_transaction_record(
         tags,
         keys,
         store_host,
-        2,
+        TRANS_MSG_COMMIT,
         transaction_id,
         state,
         _bool(from_check),
