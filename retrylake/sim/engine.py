@@ -15,16 +15,43 @@ RandomTraffic's failure models, per consumer group:
 - poison messages that always fail, so they reach the DLQ (or are dropped, or retried locally);
 - an outage window in which the group fails everything with RECONSUME_LATER: the flow-control
   anti-pattern the RocketMQ docs warn about;
-- slow successes (the TIME_OUT label on an acked message);
 - a consumer that goes offline before the end, leaving retries overdue;
 - a listener that sets `delayLevelWhenNextConsume = -1` on some failed calls: the broker sends
   those messages straight to the DLQ (spec §1.2 step 8), though the group's seed says retry.
 
+The redelivery paths (each delivery after the first has one true cause, `CAUSES`):
+- SCHEDULED: the broker's send-back at level 3 + r (or the group's level), redelivered with
+  r + 1 after the level's delay; an orderly group's local retry after the suspend time;
+- LISTENER_LEVEL: a listener that sets a positive `delayLevelWhenNextConsume` on some failed
+  calls; the broker uses that level as is (§1.2 step 9);
+- CONSUME_TIMEOUT: a listener stuck past consumeTimeout. Each concurrent consumer's expiry
+  cleaner runs every consumeTimeout from the consumer's start and sends a message whose consume
+  started more than consumeTimeout ago back at level 3 (§3.6): redelivered with r + 1 about 10 s
+  after that run, or a DLQ copy at r >= max. The stuck listener ends later with the TIME_OUT
+  label; a success is acked, a failure is sent back once more (4.9.8);
+- CLIENT_FALLBACK: the send-back RPC fails (a broker-unreachable window, a few random calls);
+  the client sends a new message to %RETRY%<group> with DELAY = 3 + r and RECONSUME_TIME = r + 1,
+  whatever the listener's level, and the broker's handleRetryAndDLQ retries it or (4.x: r + 1 >=
+  max, delayed by that level; 5.x: r + 1 > max, at once) dead-letters it (§1.3, §1.4, §3.4);
+  the copy loses ORIGIN_MESSAGE_ID unless the consumed copy carried one;
+- LOCAL_RECONSUME: the fallback fails too; the client re-consumes the message 5 s later with
+  r + 1 in memory, nothing stored (§3.3). A later broker send-back reads the stored count;
+- PARTIAL_BATCH_ACK: a batch listener returns CONSUME_SUCCESS with ackIndex k < size - 1: the
+  messages after k are sent back (level 3 + r, only while r + 1 < max), though every SubAfter
+  says success (§3.3);
+- DUPLICATE_DELIVERY: a rebalance drops a finished request's result (no ack, no send-back, §3.2)
+  and the new owner delivers the same copies again 1-60 s later with the same count;
+- RESENT: an operator re-sends a dead letter (below).
+Publications are normal, delayed (Pub msgType 3, a DELAY level: the Pub's offset id names the
+SCHEDULE_TOPIC_XXXX copy, and consumers receive a copy re-put after the delay with a new offset
+id) or transactional (msgType 1, the half message; an EndTransaction record commits it as a new
+copy) (§2.2, §2.4, §5.2). Imports and catalog updates come in bursts, which fill batches.
+
 The dead-letter side (spec §1.2-§1.6):
 - every DLQ entry is a stored copy; the dlq/ export (`dlq_export`) holds the copies stored before
   the export was taken (`dlq_export_end_fraction` of the run, never after its end: a 4.9.x
-  orderly copy is stored up to 2 h late, §1.3), except those of groups whose %DLQ% topic was
-  never exported (`dlq_unexported_groups`);
+  orderly or client-fallback copy is stored up to 2 h late, §1.3), except those of groups whose
+  %DLQ% topic was never exported (`dlq_unexported_groups`);
 - a recovery consumer group (`order-service-dlq`) subscribes to `%DLQ%order-service` and
   consumes each stored copy a few minutes later, with the copy's reconsumeTimes (e.g. 17), under
   its own group's rules;
@@ -36,9 +63,10 @@ lost (AsyncTraceDispatcher discards contexts when its queue is full, spec §5.4)
 
 ground_truth.jsonl has one row per (consumer group, msg_id) lifecycle, written once when the
 lifecycle closes and its trace records have all been sent (landed or lost): final state,
-deliveries as they really happened, DLQ entry and recovery, whether its trace is complete, and
-for a dead letter what a reader of the landing can see of it (`dlq_evidence`) and, when that is
-one-sided, the true cause (`reconciliation_reason`). See `Engine._truth_row`.
+deliveries as they really happened and the cause of each redelivery, DLQ entry and recovery,
+whether its trace is complete, and for a dead letter what a reader of the landing can see of it
+(`dlq_evidence`) and, when that is one-sided, the true cause (`reconciliation_reason`). See
+`Engine._truth_row`.
 
 Everything is drawn from one seeded random stream in event order: a seed gives byte-identical
 output. Memory is bounded by the lifecycles still open, not by the size of the run.
@@ -67,12 +95,13 @@ from retrylake.config_check import GROUP_COLUMNS
 from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import trace_format as tf
 from retrylake.sim.rules import (
-    CONSUME_TIMEOUT_MS,
+    DEFAULT_BROKER_VERSION,
     DEFAULT_CLUSTER_NAME,
     Decision,
     Group,
     decide,
     dlq_copy_reconsume_times,
+    is_4x_broker,
 )
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
@@ -82,17 +111,42 @@ MAX_BODY_CHARS = 128_000 - 10_000  # AsyncTraceDispatcher flushes a segment at t
 DISPATCH_WINDOW_MS = 500  # ... or when its first record is this old
 REQUEST_WINDOW_MS = 20  # due messages a consumer gathers into one consume request
 SCHEDULE_POLL_MS = 100  # ScheduleMessageService polls each level every 100 ms
+LOCAL_RECONSUME_MS = 5000  # submitConsumeRequestLater after a failed send-back (§3.3)
+CLEANER_DELAY_LEVEL = 3  # cleanExpiredMsg sends an expired message back at level 3 (§3.6)
 FAILURE_KINDS = (("EXCEPTION", 0.5), ("FAILED", 0.4), ("RETURNNULL", 0.1))
 STORE_HOST = "10.0.0.1:10911"
 REGION = "DefaultRegion"
+# The true cause of a delivery after the first (ground_truth.jsonl's redelivery_causes).
+CAUSES = (
+    "SCHEDULED",
+    "LISTENER_LEVEL",
+    "CONSUME_TIMEOUT",
+    "CLIENT_FALLBACK",
+    "LOCAL_RECONSUME",
+    "PARTIAL_BATCH_ACK",
+    "DUPLICATE_DELIVERY",
+    "RESENT",
+)
+# What a Pub record's MessageType says its offset id names (spec §5.1).
+MESSAGE_TYPES = {
+    "NORMAL": tf.NORMAL_MSG,
+    "TRANSACTIONAL": tf.TRANS_MSG_HALF,
+    "DELAYED": tf.DELAY_MSG,
+}
+# RandomTraffic starts no redelivery the trace could not show before the run ends after this
+# fraction of the run (a listener level, a fallback, a partial ack, a dropped result).
+LATE_FRACTION = 0.85
 
 
 @dataclass(frozen=True)
 class Topic:
     name: str
     producer_group: str
-    weight: int
+    weight: int  # share of the messages
     tags: tuple[str, ...]
+    burst: tuple[int, int] = (1, 1)  # messages sent at once (an import, a price list)
+    delayed: float = 0.0  # share sent with a delay level (Pub msgType 3)
+    transactional: float = 0.0  # share sent in a transaction and committed (Pub msgType 1)
 
 
 @dataclass(frozen=True)
@@ -104,49 +158,118 @@ class Behaviour:
     cost_ms: int = 30  # listener time per message
     transient: float = 0.03  # chance that a first delivery fails; halves per retry
     poison: float = 0.001  # share of messages that always fail for this group
-    slow: float = 0.0005  # share of successes that take longer than the consume timeout
+    # share of would-be successes whose listener is stuck past the consume timeout; concurrent
+    # groups' expiry cleaner may send them back while they run
+    slow: float = 0.0005
+    slow_failure: float = 0.0  # ... of which this share ends in RECONSUME_LATER
     rollback: float = 0.0  # orderly only: share of successes returned as ROLLBACK
     outage: tuple[float, float] | None = None  # (start, end) as fractions of the run
+    outage_hang: float = 0.0  # share of calls in the outage that hang until it ends, then succeed
     offline_from: float | None = None  # fraction of the run after which it consumes nothing
     request_window_ms: int = REQUEST_WINDOW_MS  # how long a consume request gathers messages
     # concurrent clustering only: share of failed listener calls that set
     # context.delayLevelWhenNextConsume = -1, sending their messages straight to the DLQ
     listener_dlq: float = 0.0
+    # ... and share of failed listener calls that set it to a positive level of their own
+    listener_level: float = 0.0
+    # concurrent clustering only: a window (fractions of the run) in which every send-back RPC
+    # fails (the broker is unreachable), and the share of other send-backs whose RPC fails; the
+    # client's fallback then sends the message itself, and fails too for `fallback_fails`
+    send_back_outage: tuple[float, float] | None = None
+    send_back_fails: float = 0.0
+    fallback_fails: float = 0.0
+    # share of successful batch requests that return an ackIndex below the last message
+    partial_ack: float = 0.0
+    # share of finished requests whose result a rebalance drops: delivered again, same count
+    duplicate: float = 0.0
     # share of the group's dead letters an operator re-sends to their topic 20-40 minutes after
     # they enter the DLQ; only for a topic this group alone subscribes to
     resend: float = 0.0
 
 
 TOPICS = (
-    Topic("orders", "PID_order", 40, ("created", "paid", "shipped", "cancelled")),
-    Topic("payments", "PID_payment", 15, ("charge", "refund")),
+    Topic(
+        "orders",
+        "PID_order",
+        40,
+        ("created", "paid", "shipped", "cancelled"),
+        delayed=0.02,
+        transactional=0.02,
+    ),
+    Topic("payments", "PID_payment", 15, ("charge", "refund"), transactional=0.1),
     Topic("stock", "PID_stock", 15, ("reserve", "release")),
     Topic("audit", "PID_audit", 10, ("login", "change")),
-    Topic("imports", "PID_import", 5, ("batch",)),
-    Topic("catalog", "PID_catalog", 5, ("price", "title")),
-    Topic("notify", "PID_notify", 10, ("sms", "mail", "push")),
+    Topic("imports", "PID_import", 5, ("batch",), burst=(8, 40)),
+    Topic("catalog", "PID_catalog", 5, ("price", "title"), burst=(2, 8), delayed=0.05),
+    Topic("notify", "PID_notify", 10, ("sms", "mail", "push"), delayed=0.05),
 )
 
 BEHAVIOURS = {
-    "order-service": Behaviour(("orders",), transient=0.06, poison=0.002, listener_dlq=0.01),
+    # Some failed calls ask for a level of their own; a few send-backs fail while the client is
+    # cut off from every broker (the fallback fails too): re-consumed locally.
+    "order-service": Behaviour(
+        ("orders",),
+        transient=0.06,
+        poison=0.002,
+        slow=0.003,
+        slow_failure=0.1,
+        listener_dlq=0.01,
+        listener_level=0.05,
+        send_back_fails=0.02,
+        fallback_fails=1.0,
+        duplicate=0.004,
+    ),
     "cache-invalidator": Behaviour(("orders",), cost_ms=5, transient=0.01),
+    # In its outage some calls hang until the downstream is back: the expiry cleaner sends them
+    # back, or to the DLQ at the max. A few send-back RPCs fail: the client's fallback reaches
+    # the DLQ one attempt early (§3.4).
     "inventory-sync": Behaviour(
-        ("stock",), transient=0.08, poison=0.003, outage=(0.30, 0.36), listener_dlq=0.01
+        ("stock",),
+        transient=0.08,
+        poison=0.003,
+        outage=(0.30, 0.36),
+        outage_hang=0.1,
+        listener_dlq=0.01,
+        send_back_fails=0.03,
+        duplicate=0.005,
     ),
     "payment-ledger": Behaviour(
         ("payments",), cost_ms=60, transient=0.05, poison=0.002, rollback=0.02
     ),
-    "fraud-check": Behaviour(("payments",), transient=0.01, poison=0.001),
+    # Its broker is unreachable for a while: the fallback retries messages the seed's level -1
+    # would dead-letter, and some of the fallbacks fail as well.
+    "fraud-check": Behaviour(
+        ("payments",),
+        transient=0.04,
+        poison=0.001,
+        send_back_outage=(0.35, 0.55),
+        fallback_fails=0.3,
+    ),
     "audit-archiver": Behaviour(("audit",), batch_size=8, transient=0.02),
     # A bad batch is rejected straight to the DLQ by the listener; the operator re-sends half of
-    # the dead letters once the importer is fixed (its retries would take 12 h 45 min).
+    # the dead letters once the importer is fixed (its retries would take 12 h 45 min). Some
+    # batches are acked only up to where the importer got.
     "bulk-importer": Behaviour(
-        ("imports",), batch_size=16, cost_ms=80, poison=0.01, listener_dlq=0.3, resend=0.5
+        ("imports",),
+        batch_size=16,
+        cost_ms=80,
+        poison=0.01,
+        listener_dlq=0.3,
+        resend=0.5,
+        partial_ack=0.15,
     ),
-    "search-indexer": Behaviour(("catalog", "stock"), batch_size=4, transient=0.05, slow=0.02),
+    "search-indexer": Behaviour(
+        ("catalog", "stock"),
+        batch_size=4,
+        transient=0.05,
+        slow=0.02,
+        slow_failure=0.1,
+        partial_ack=0.05,
+        duplicate=0.01,
+    ),
     "notification-push": Behaviour(("notify",), transient=0.08, poison=0.01, offline_from=0.8),
-    # The recovery consumer of order-service's dead letters: it mostly succeeds.
-    "order-service-dlq": Behaviour(("%DLQ%order-service",), transient=0.05, poison=0.0, slow=0.0),
+    # The recovery consumer of order-service's dead letters: it mostly succeeds, often slowly.
+    "order-service-dlq": Behaviour(("%DLQ%order-service",), transient=0.05, poison=0.0, slow=0.2),
 }
 
 
@@ -175,6 +298,7 @@ GROUPS = {
     )
 }
 DELAY_LEVELS = {"*": DEFAULT_DELAY_LEVELS, "fast-cluster": "5s 8s"}
+BROKER_VERSIONS = {"*": "4.9", "fast-cluster": "4.9"}
 
 
 @dataclass(frozen=True)
@@ -200,7 +324,7 @@ class GeneratorConfig:
 @dataclass
 class Published:
     msg_id: str
-    offset_id: str
+    offset_id: str  # what the Pub record names: the stored message, schedule copy or half message
     origin_msg_id: str | None  # what the Pub trace tells: the 13-field Pub has no offset id
     topic: str
     tags: str | None
@@ -208,6 +332,23 @@ class Published:
     born_ms: int
     traced: bool = True  # whether the producer wrote a Pub trace
     pub_lost: bool = False  # whether its trace message was lost: the trace tells no origin
+    kind: str = "NORMAL"  # NORMAL, DELAYED or TRANSACTIONAL
+    received_offset_id: str = ""  # the copy consumers receive (the re-put or committed copy)
+    available_ms: int = 0  # when consumers can first receive it
+    producer_group: str = ""
+
+
+@dataclass(slots=True)
+class Copy:
+    """The copy of a message a delivery hands to the listener: a stored copy, or the same one
+    again (a local re-consume, a duplicate delivery)."""
+
+    reconsume_times: int  # what the listener (and SubBefore) sees
+    stored_times: int  # what the stored copy holds: what the broker reads on a send-back
+    cause: str | None  # why it is delivered (`CAUSES`); None for a lifecycle's first delivery
+    real_topic: str | None = None  # REAL_TOPIC left over from a schedule hop or a commit (§2.4)
+    origin: str | None = None  # its ORIGIN_MESSAGE_ID property
+    offset_id: str | None = None  # its own offset id, where a later copy may need it
 
 
 @dataclass
@@ -225,6 +366,7 @@ class Delivery:
     delay_ms: int | None = None
     expected_redelivery_ms: int | None = None
     entered_dlq_ms: int | None = None
+    cause: str | None = None
 
 
 @dataclass(slots=True)
@@ -237,11 +379,17 @@ class Lifecycle:
     poisoned: bool = False
     script: tuple[str, ...] = ()  # the outcome of each delivery, for scripted traffic
     deliveries: int = 0
-    reconsume_times: int = 0
+    reconsume_times: int = 0  # of the delivery started last
     first_reconsume_times: int = 0  # of its first delivery: a recovery consumer's starts high
-    expected_ms: int | None = None  # when the rules say the pending redelivery is due
+    first_copy: Copy | None = None  # what its first delivery hands over
+    pending: int = 0  # deliveries due or running, and a re-send awaited: open while above 0
+    consumed: bool = False  # a listener acked it
+    successes: int = 0  # deliveries whose SubAfter counts as a success
+    causes: list[str] = field(default_factory=list)  # of its deliveries after the first
+    # the delivery started last: running, or when its redelivery is due by the rules
     in_flight: bool = False
-    real_topic: str | None = None  # REAL_TOPIC left on the last stored copy, for DLQ copies
+    expected_ms: int | None = None
+    last_record_ms: int = 0  # the time of its latest trace record
     history: list[Delivery] | None = None
     state: str | None = None  # the final state, once the engine has judged it
     recovery_of: str | None = None  # the group whose %DLQ% topic this group consumes
@@ -249,8 +397,10 @@ class Lifecycle:
     dlq_entered_ms: int | None = None  # store time of the copy
     dlq_reconsume_times: int | None = None  # the copy's stored reconsumeTimes
     dlq_delivery: int = 0  # the deciding delivery's number
+    dlq_path: str = ""  # BROKER, LISTENER, CONSUME_TIMEOUT, FALLBACK or ORDERLY
     dlq_rules_agree: bool = False  # the rules on the seed's settings send it to the DLQ too
     dlq_exported: bool = False  # the copy is in the dlq/ export
+    dlq_copy: Copy | None = None  # the copy's properties, for a recovery consumer
     awaiting_resend: bool = False  # an operator will re-send it; not delivered again yet
     resent: bool = False
     recovered_ms: int | None = None  # end of the first successful delivery after the entry
@@ -262,9 +412,18 @@ class Lifecycle:
 
 @dataclass
 class Request:
+    """One consume request: the messages handed to one listener call, and how it went."""
+
     group: int
-    start_ms: int
+    start_ms: int  # when it opened; from the call on, when the listener was called
     lifecycles: list[Lifecycle] = field(default_factory=list)
+    copies: list[Copy] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)  # each lifecycle's delivery number
+    request_id: str = ""
+    outcome: str = ""
+    took_ms: int = 0
+    ended_ms: int = 0
+    cleaned: bool = False  # the expiry cleaner runs while it is stuck
 
 
 @dataclass
@@ -291,6 +450,22 @@ class Stats:
     recovered: int = 0  # lifecycles consumed after their DLQ entry
     # dead letters by what the landing shows: "BOTH", or "OBSERVED:<reason>" and the like
     dlq_evidence: dict[str, int] = field(default_factory=dict)
+    delayed_messages: int = 0  # publications with a delay level (Pub msgType 3)
+    transactional_messages: int = 0  # committed transactional publications (Pub msgType 1)
+    time_out_labels: int = 0  # deliveries whose SubAfter says TIME_OUT
+    listener_levels: int = 0  # messages sent back at a positive level the listener set
+    consume_timeouts: int = 0  # messages the expiry cleaner sent back (retried or DLQ)
+    consume_timeout_dlq: int = 0  # ... of which dead-lettered
+    stuck_failures_sent_back: int = 0  # cleaned messages whose stuck listener failed later
+    fallback_sends: int = 0  # send-backs whose RPC failed and whose fallback was stored
+    fallback_dlq: int = 0  # ... of which dead-lettered by handleRetryAndDLQ
+    local_reconsumes: int = 0  # messages re-consumed locally after the fallback failed too
+    partial_acks: int = 0  # successful requests with ackIndex below their last message
+    partial_ack_messages: int = 0  # ... and the messages after the ackIndex, sent back
+    dropped_results: int = 0  # requests whose result a rebalance dropped
+    duplicate_deliveries: int = 0  # messages of those delivered again with the same count
+    # the true cause of every delivery after a lifecycle's first
+    redelivery_causes: dict[str, int] = field(default_factory=dict)
 
 
 class Traffic(Protocol):
@@ -307,17 +482,45 @@ class Traffic(Protocol):
         """Whether the group takes no delivery at ``at`` (the message keeps waiting)."""
 
     def outcome(self, engine: Engine, at: int, request: Request) -> str:
-        """SUCCESS, SLOW_SUCCESS, FAILED, EXCEPTION, RETURNNULL or IN_FLIGHT (no result)."""
+        """SUCCESS, FAILED, EXCEPTION, RETURNNULL, ROLLBACK (orderly), SLOW_SUCCESS or
+        SLOW_FAILED (the listener is stuck past the consume timeout, `stuck_ms`), or IN_FLIGHT
+        (no result)."""
 
     def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
         """How long the listener takes for the whole request."""
 
+    def stuck_ms(self, engine: Engine, request: Request, timeout_ms: int) -> int:
+        """How much longer a SLOW_ listener takes (at least the consume timeout)."""
+
+    def consumer_started_ms(self, engine: Engine, index: int) -> int | None:
+        """When group ``index``'s consumer started: its expiry cleaner runs every consume
+        timeout from then on (concurrent groups). None: no cleaner runs."""
+
     def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
         """How long after it is due a redelivery reaches the consumer."""
 
-    def listener_requests_dlq(self, engine: Engine, request: Request) -> bool:
-        """Whether the listener of a failed call of a concurrent clustering group set
-        ``context.delayLevelWhenNextConsume = -1``: its messages go straight to the DLQ."""
+    def listener_delay_level(self, engine: Engine, request: Request) -> int | None:
+        """The ``context.delayLevelWhenNextConsume`` the listener of a failed call of a
+        concurrent clustering group set: -1 sends its messages straight to the DLQ, a positive
+        level is used as is; None leaves the group's setting."""
+
+    def ack_index(self, engine: Engine, request: Request) -> int | None:
+        """The ackIndex a successful batch request (concurrent clustering) returns: the messages
+        after it are sent back; None acks them all."""
+
+    def send_back_failure(
+        self, engine: Engine, at: int, lifecycle: Lifecycle
+    ) -> tuple[str, int] | None:
+        """Whether the send-back RPC of a message fails: ("FALLBACK", ms) when the client's
+        fallback is stored ms after the failed call ended, ("LOCAL", ms) when the fallback fails
+        too (ms later); None when the RPC succeeds."""
+
+    def redeliver_after_drop(self, engine: Engine, request: Request, success: bool) -> int | None:
+        """Whether a rebalance drops the result of a finished concurrent clustering request:
+        how long after its end the new owner delivers its messages again; None: processed."""
+
+    def offset_step(self, engine: Engine) -> int:
+        """How far the commit log has moved when the broker stores a copy of its own."""
 
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         """A DLQ copy's commit-log step, and whether its properties are a map or a string."""
@@ -433,15 +636,19 @@ class Engine:
     """The simulation: events in time order, the rules, the trace dispatchers, the hourly files,
     the ground truth, and the final judgement of lifecycles still open at the end."""
 
-    _PUBLISH, _DELIVER, _FLUSH, _RESEND = 0, 1, 2, 3
-    # The reasons a dead letter is seen on one side only, in order of precedence.
+    _PUBLISH, _DELIVER, _FLUSH, _RESEND, _CLEAN, _END = 0, 1, 2, 3, 4, 5
+    # The reasons a dead letter is seen on one side only, in order of precedence: the first
+    # `TRACE_REASONS` say why the trace does not predict it, the others why dlq/ lacks it.
     REASONS = (
         "NOT_IN_TRACE",
         "LAST_DELIVERY_NOT_IN_TRACE",
+        "CLIENT_FALLBACK",
+        "CONSUME_TIMEOUT",
         "LISTENER_REQUESTED_DLQ",
         "GROUP_NOT_EXPORTED",
         "AFTER_EXPORT_WINDOW",
     )
+    TRACE_REASONS = 5
 
     def __init__(
         self,
@@ -458,9 +665,18 @@ class Engine:
         dlq_export: bool = False,
         dlq_export_end_ms: int | None = None,
         dlq_unexported_groups: tuple[str, ...] = (),
+        broker_versions: dict[str, str] | None = None,
         keep_history: bool = False,
     ) -> None:
         self.groups = groups
+        # Broker-side rules follow the version of each group's cluster (the `*` row's else).
+        versions = broker_versions or {}
+        self.broker_versions = {
+            group.name: versions.get(group.broker_cluster)
+            or versions.get("*")
+            or DEFAULT_BROKER_VERSION
+            for group in groups
+        }
         # What a reader of the written seed knows of each group: a group left out of it is
         # judged with RocketMQ's defaults.
         self.seed_groups = [
@@ -478,6 +694,8 @@ class Engine:
             ]
             for group in groups
         }
+        # the topics' broker: delayed publications wait by its table
+        self.topic_table = [ms for _, _, ms in parse_delay_levels(delay_levels["*"])]
         self.start_ms = start_ms
         self.end_ms = end_ms
         # the dlq/ export holds the copies stored up to this time, of the exported groups
@@ -499,6 +717,7 @@ class Engine:
         self.stats = Stats()
         self.active: dict[int, Lifecycle] = {}
         self.finished: list[Lifecycle] | None = [] if keep_history else None
+        self.consumer_started: list[int | None] = []
         self.trace_files = HourlyFiles(out, "trace", compression)
         self.dlq_files = HourlyFiles(out, "dlq", "none") if dlq_export else None
         out.mkdir(parents=True, exist_ok=True)
@@ -520,8 +739,16 @@ class Engine:
         self.counter += 1
         return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, self._month_start(at), self.counter)
 
+    def _new_offset_id(self, step: int) -> str:
+        """The offset id of a copy the broker stores now, ``step`` bytes on in the commit log."""
+        self.commit_log_offset += step
+        return tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset)
+
     # run -------------------------------------------------------------------------------------
     def run(self, progress: bool = False) -> Stats:
+        self.consumer_started = [
+            self.traffic.consumer_started_ms(self, index) for index in range(len(self.groups))
+        ]
         self.traffic.begin(self)
         last_report = time.monotonic()
         while self.events:
@@ -533,11 +760,15 @@ class Engine:
             if kind == self._PUBLISH:
                 self.traffic.on_publish(self, at, payload)  # type: ignore[arg-type]
             elif kind == self._DELIVER:
-                self._deliver(at, payload)  # type: ignore[arg-type]
+                self._deliver(at, *payload)  # type: ignore[misc]
             elif kind == self._FLUSH:
                 self._flush_request(at, payload)  # type: ignore[arg-type]
-            else:
+            elif kind == self._RESEND:
                 self._resend(at, *payload)  # type: ignore[misc]
+            elif kind == self._CLEAN:
+                self._clean(at, payload)  # type: ignore[arg-type]
+            else:
+                self._end_request(payload)  # type: ignore[arg-type]
             if progress and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
                 done = (at - self.start_ms) / (self.end_ms - self.start_ms)
@@ -567,15 +798,51 @@ class Engine:
         body_length: int,
         cost_ms: int,
         traced: bool = True,
+        kind: str = "NORMAL",
+        delay_level: int = 0,
+        commit_after_ms: int = 0,
+        copy_step: int = 0,
     ) -> Published:
-        """A message stored by the broker, with its Pub trace record unless ``traced`` is off."""
+        """A message stored by the broker, with its Pub trace record unless ``traced`` is off.
+
+        ``kind`` DELAYED: sent with DELAY ``delay_level``; the broker stores it in
+        SCHEDULE_TOPIC_XXXX (the Pub's offset id) and re-puts it into the topic after the level's
+        delay as a new copy, ``copy_step`` bytes on (§2.2, §2.4). TRANSACTIONAL: the Pub's
+        offset id is the half message's; the producer commits it ``commit_after_ms`` later (an
+        EndTransaction record from 4.9.0 clients) and the broker stores the committed copy.
+        Consumers receive the copy at `Published.received_offset_id`, from `available_ms`.
+        """
         self.stats.messages += 1
         msg_id = self.new_id("10.0.1.9", pid, at)
-        self.commit_log_offset += offset_step
-        offset_id = tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset)
-        origin = offset_id if traced and version.pub_fields >= 14 else None
-        message = Published(msg_id, offset_id, origin, topic, tags, keys, at, traced)
+        offset_id = self._new_offset_id(offset_step)
+        received, available = offset_id, at
+        if kind == "DELAYED":
+            level = min(delay_level, len(self.topic_table))
+            available = at + self.topic_table[level - 1]
+            received = self._new_offset_id(copy_step)
+            self.stats.delayed_messages += 1
+        elif kind == "TRANSACTIONAL":
+            available = at + commit_after_ms
+            received = self._new_offset_id(copy_step)
+            self.stats.transactional_messages += 1
+        # The ledger reads the origin from a normal message's Pub only (§5.1).
+        origin = offset_id if traced and version.pub_fields >= 14 and kind == "NORMAL" else None
+        message = Published(
+            msg_id,
+            offset_id,
+            origin,
+            topic,
+            tags,
+            keys,
+            at,
+            traced,
+            kind=kind,
+            received_offset_id=received,
+            available_ms=available,
+            producer_group=producer_group,
+        )
         if traced:
+            client = f"producer:{producer_group}"
             record = tf.pub_record(
                 version,
                 timestamp=at,
@@ -589,8 +856,25 @@ class Engine:
                 body_length=body_length,
                 cost_ms=cost_ms,
                 offset_id=offset_id,
+                message_type=MESSAGE_TYPES[kind],
             )
-            self.record(at, f"producer:{producer_group}", record, msg_id, message)
+            self.record(at, client, record, msg_id, message)
+            if kind == "TRANSACTIONAL" and version.end_transaction:
+                committed = at + commit_after_ms
+                end = tf.end_transaction_record(
+                    timestamp=committed,
+                    region=REGION,
+                    producer_group=producer_group,
+                    topic=topic,
+                    msg_id=msg_id,
+                    tags=tags,
+                    keys=keys,
+                    store_host=STORE_HOST,
+                    transaction_id=msg_id,  # the producer's transactionId is the UNIQ_KEY
+                    state="COMMIT_MESSAGE",
+                    from_check=False,
+                )
+                self.record(committed, client, end, msg_id)
         return message
 
     def subscribe(
@@ -603,17 +887,29 @@ class Engine:
     ) -> Lifecycle:
         """The message's lifecycle in group ``index``; deliver it with `deliver_at`."""
         history = [] if self.finished is not None else None
-        return Lifecycle(index, self.groups[index].name, message, poisoned, script, history=history)
+        lifecycle = Lifecycle(
+            index, self.groups[index].name, message, poisoned, script, history=history
+        )
+        # A re-put delayed copy keeps REAL_TOPIC (§2.4), and so does a committed one: the broker
+        # writes the half message's properties before it clears REAL_TOPIC (EndTransaction).
+        lifecycle.first_copy = Copy(
+            0,
+            0,
+            None,
+            real_topic=None if message.kind == "NORMAL" else message.topic,
+            offset_id=message.received_offset_id,
+        )
+        return lifecycle
 
     def subscribe_dead_letter(self, index: int, dead: Lifecycle) -> Lifecycle:
         """The lifecycle, in group ``index`` (a consumer of %DLQ%<group>), of the DLQ copy just
         stored for ``dead``: the same msgId (UNIQ_KEY), first delivered with the copy's stored
         reconsumeTimes, and the copy's properties for any copy of its own."""
-        assert dead.dlq_reconsume_times is not None
+        assert dead.dlq_reconsume_times is not None and dead.dlq_copy is not None
         lifecycle = self.subscribe(index, dead.message)
         lifecycle.reconsume_times = lifecycle.first_reconsume_times = dead.dlq_reconsume_times
+        lifecycle.first_copy = dataclasses.replace(dead.dlq_copy)
         lifecycle.recovery_of = dead.group
-        lifecycle.real_topic = dead.real_topic
         self.stats.recovery_lifecycles += 1
         return lifecycle
 
@@ -623,20 +919,23 @@ class Engine:
         (mqadmin's producer writes none). Only for a topic whose one subscriber is the
         lifecycle's group; the same lifecycle continues ``deliver_after`` ms later."""
         lifecycle.awaiting_resend = lifecycle.resent = True
+        lifecycle.pending += 1
         self._push(at, self._RESEND, (lifecycle, offset_step, deliver_after))
 
     def _resend(self, at: int, lifecycle: Lifecycle, offset_step: int, deliver_after: int):
         self.stats.resent += 1
-        self.commit_log_offset += offset_step  # the new stored message
-        lifecycle.reconsume_times = lifecycle.first_reconsume_times = 0
-        lifecycle.real_topic = None
-        self.deliver_at(at + deliver_after, lifecycle)
+        copy = Copy(0, 0, "RESENT", offset_id=self._new_offset_id(offset_step))
+        lifecycle.first_reconsume_times = 0
+        self.deliver_at(at + deliver_after, lifecycle, copy)
+        lifecycle.pending -= 1
 
-    def deliver_at(self, at: int, lifecycle: Lifecycle) -> None:
-        self._push(at, self._DELIVER, lifecycle)
+    def deliver_at(self, at: int, lifecycle: Lifecycle, copy: Copy | None = None) -> None:
+        """Hand ``copy`` (by default the lifecycle's first) to the group's consumer at ``at``."""
+        lifecycle.pending += 1
+        self._push(at, self._DELIVER, (lifecycle, copy or lifecycle.first_copy))
 
     # consumers -------------------------------------------------------------------------------
-    def _deliver(self, at: int, lifecycle: Lifecycle) -> None:
+    def _deliver(self, at: int, lifecycle: Lifecycle, copy: Copy) -> None:
         if self.traffic.offline(self, at, lifecycle):
             # The consumer takes nothing: the message waits; a first delivery never happens.
             if lifecycle.deliveries:
@@ -651,25 +950,39 @@ class Engine:
             self.open_requests[lifecycle.index] = request
             self._push(at + behaviour.request_window_ms, self._FLUSH, request)
         request.lifecycles.append(lifecycle)
+        request.copies.append(copy)
         self.active[id(lifecycle)] = lifecycle
 
     def _flush_request(self, at: int, request: Request) -> None:
+        """The listener is called: SubBefore records now; the result when it returns (now, or at
+        an _END event when the expiry cleaner runs first, at a _CLEAN event)."""
         if self.open_requests.get(request.group) is request:
             del self.open_requests[request.group]
         group = self.groups[request.group]
         behaviour = self.behaviours[request.group]
         version = self.group_versions[request.group]
         client = f"consumer:{group.name}"
-        request_id = self.new_id("10.0.2.7", 5000 + request.group, at)
-        for lifecycle in request.lifecycles:
+        request.start_ms = at
+        request_id = request.request_id = self.new_id("10.0.2.7", 5000 + request.group, at)
+        for lifecycle, copy in zip(request.lifecycles, request.copies, strict=True):
             lifecycle.deliveries += 1
+            number = lifecycle.deliveries
+            request.numbers.append(number)
+            lifecycle.reconsume_times = copy.reconsume_times
+            assert (copy.cause is None) == (number == 1), (copy, number)
+            if copy.cause is not None:
+                lifecycle.causes.append(copy.cause)
+                causes = self.stats.redelivery_causes
+                causes[copy.cause] = causes.get(copy.cause, 0) + 1
             lifecycle.in_flight = True
             lifecycle.expected_ms = None
             lifecycle.awaiting_resend = False
             if lifecycle.recovery_of is not None:
                 self.stats.recovery_deliveries += 1
             if lifecycle.history is not None:
-                lifecycle.history.append(Delivery(request_id, lifecycle.reconsume_times, at))
+                lifecycle.history.append(
+                    Delivery(request_id, copy.reconsume_times, at, cause=copy.cause)
+                )
             self.record(
                 at,
                 client,
@@ -680,48 +993,121 @@ class Engine:
                     group=group.name,
                     request_id=request_id,
                     msg_id=lifecycle.message.msg_id,
-                    retry_times=lifecycle.reconsume_times,
+                    retry_times=copy.reconsume_times,
                     keys=lifecycle.message.keys,
                 ),
                 lifecycle.message.msg_id,
-                (lifecycle, lifecycle.deliveries),
+                (lifecycle, number),
             )
-        outcome = self.traffic.outcome(self, at, request)
-        size = len(request.lifecycles)
+        outcome = request.outcome = self.traffic.outcome(self, at, request)
         took = self.traffic.consume_ms(self, request, behaviour)
-        if outcome == "SLOW_SUCCESS":
-            took += CONSUME_TIMEOUT_MS
+        timeout = group.consume_timeout_ms
+        if outcome.startswith("SLOW_"):
+            took += self.traffic.stuck_ms(self, request, timeout)
         ended = at + took
+        request.took_ms, request.ended_ms = took, ended
+        started = self.consumer_started[request.group]
+        concurrent = group.consume_mode == "CONCURRENTLY"
+        if concurrent and started is not None and timeout > 0 and ended > at + timeout:
+            # The expiry cleaner runs every consumeTimeout from the consumer's start; the first
+            # run at which the consume started more than consumeTimeout ago (§3.6).
+            run_at = started + ((at + timeout - started) // timeout + 1) * timeout
+            if run_at < ended and run_at <= self.end_ms:
+                request.cleaned = True
+                self._push(run_at, self._CLEAN, request)
         if outcome == "IN_FLIGHT" or ended > self.end_ms:
             return  # still running at the end of the run: in flight
+        if request.cleaned:
+            self._push(ended, self._END, request)
+        else:
+            self._end_request(request)
+
+    def _clean(self, at: int, request: Request) -> None:
+        """The expiry cleaner finds the request's messages still being consumed more than
+        consumeTimeout after their start: each is sent back at level 3 (§3.6). The broker's
+        rules apply (a DLQ copy at r >= max); a group that stores nothing (broadcasting, or
+        retryQueueNums 0) just forgets it."""
+        group = self.groups[request.group]
+        asked = dataclasses.replace(group, delay_level_when_next_consume=CLEANER_DELAY_LEVEL)
+        entries = zip(request.lifecycles, request.copies, request.numbers, strict=True)
+        for lifecycle, copy, number in entries:
+            decision = decide(
+                asked,
+                copy.stored_times,
+                at,
+                self.tables[group.name],
+                self.broker_versions[group.name],
+            )
+            if decision.decision == "DROP":
+                continue
+            self.stats.consume_timeouts += 1
+            if decision.decision == "DLQ":
+                self.stats.consume_timeout_dlq += 1
+                # the stuck delivery still runs: it closes the lifecycle when it ends
+                self._enter_dlq(lifecycle, decision, at, number, copy, "CONSUME_TIMEOUT")
+            else:  # a second path: the stuck delivery still runs
+                self._retry(lifecycle, copy, decision, "CONSUME_TIMEOUT", ends=False)
+
+    def _end_request(self, request: Request) -> None:
+        """The listener returns: SubAfter records, then the client processes the result."""
+        group = self.groups[request.group]
+        version = self.group_versions[request.group]
+        client = f"consumer:{group.name}"
+        at, took, ended, outcome = (
+            request.start_ms,
+            request.took_ms,
+            request.ended_ms,
+            request.outcome,
+        )
+        size = len(request.lifecycles)
         # An orderly listener's ROLLBACK (autoCommit on) is acked, though the hook, and so the
         # SubAfter, says success = false with the return type SUCCESS (spec §3.5).
         traced_success = outcome in ("SUCCESS", "SLOW_SUCCESS")
         success = traced_success or outcome == "ROLLBACK"
-        return_type = {"SLOW_SUCCESS": "TIME_OUT", "ROLLBACK": "SUCCESS"}.get(outcome, outcome)
+        # ConsumeReturnType, first rule first (§3.2): TIME_OUT labels any non-null status.
+        if outcome in ("EXCEPTION", "RETURNNULL"):
+            return_type = outcome
+        elif took >= group.consume_timeout_ms:
+            return_type = "TIME_OUT"
+        elif success:
+            return_type = "SUCCESS"
+        else:
+            return_type = "FAILED"
+        orderly = group.consume_mode == "ORDERLY"
+        # what the ledger counts as a success: the SubAfter's, or an orderly ROLLBACK's
+        counted = traced_success or (orderly and return_type == "SUCCESS")
+        if return_type == "TIME_OUT":
+            self.stats.time_out_labels += size
         # A 7-field SubAfter has no timestamp and its costTime is the request's time divided by
         # its size (spec §5.2): the end a reader can know is the start plus costTime x size.
         traced_end = ended if version.sub_after_fields >= 9 else at + took // size * size
-        # A concurrent clustering listener may set delayLevelWhenNextConsume = -1 for a failed
-        # call: the broker sends its messages straight to the DLQ (§1.2 step 8, §3.3).
-        asked = group
-        concurrent_clustering = (
-            group.consume_mode == "CONCURRENTLY" and group.message_model == "CLUSTERING"
+        concurrent_clustering = not orderly and group.message_model == "CLUSTERING"
+        dropped_after = level = ack = None
+        if concurrent_clustering and not request.cleaned:
+            dropped_after = self.traffic.redeliver_after_drop(self, request, success)
+        if concurrent_clustering and dropped_after is None:
+            if success and size > 1:
+                ack = self.traffic.ack_index(self, request)
+            elif not success:
+                level = self.traffic.listener_delay_level(self, request)
+        # The listener's context level for this call (-1: straight to the DLQ, §1.2 step 8).
+        asked = (
+            group
+            if level is None
+            else dataclasses.replace(group, delay_level_when_next_consume=level)
         )
-        if (
-            not success
-            and concurrent_clustering
-            and self.traffic.listener_requests_dlq(self, request)
-        ):
-            asked = dataclasses.replace(group, delay_level_when_next_consume=-1)
-        for lifecycle in request.lifecycles:
-            lifecycle.in_flight = False
+        if dropped_after is not None:
+            self.stats.dropped_results += 1
+        if ack is not None:
+            self.stats.partial_acks += 1
+        entries = zip(request.lifecycles, request.copies, request.numbers, strict=True)
+        for position, (lifecycle, copy, number) in enumerate(entries):
             self.record(
                 ended,
                 client,
                 tf.sub_after_record(
                     version,
-                    request_id=request_id,
+                    request_id=request.request_id,
                     msg_id=lifecycle.message.msg_id,
                     cost_ms=took // size,
                     success=traced_success,
@@ -731,58 +1117,252 @@ class Engine:
                     group=group.name,
                 ),
                 lifecycle.message.msg_id,
-                (lifecycle, lifecycle.deliveries),
+                (lifecycle, number),
             )
-            delivery = lifecycle.history[-1] if lifecycle.history is not None else None
+            delivery = lifecycle.history[number - 1] if lifecycle.history is not None else None
             if delivery is not None:
                 delivery.ended_ms, delivery.return_type = traced_end, return_type
                 delivery.success = success
-            if success:
-                if lifecycle.dlq_entered_ms is not None and lifecycle.recovered_ms is None:
-                    lifecycle.recovered_ms = traced_end  # the end the SubAfter tells
-                    self.stats.recovered += 1
-                self._close(lifecycle, "CONSUMED", ended)
+            if counted:
+                lifecycle.successes += 1
+            if number == lifecycle.deliveries:
+                lifecycle.in_flight = False
+            if dropped_after is not None:
+                # A rebalance dropped the process queue: no ack, no send-back (§3.2); the new
+                # owner pulls the same copy again. The listener did its work all the same.
+                self.stats.duplicate_deliveries += 1
+                if success:
+                    self._consume(lifecycle, traced_end, at)
+                elif number == lifecycle.deliveries:  # the ledger expects the rules' retry
+                    lifecycle.expected_ms = decide(
+                        group,
+                        copy.reconsume_times,
+                        ended,
+                        self.tables[group.name],
+                        self.broker_versions[group.name],
+                    ).expected_redelivery_ms
+                again = dataclasses.replace(copy, cause="DUPLICATE_DELIVERY")
+                self.deliver_at(ended + dropped_after, lifecycle, again)
+                self._release(lifecycle)
+                continue
+            if success and (ack is None or position <= ack):
+                self._consume(lifecycle, traced_end, at)
+                self._release(lifecycle, "CONSUMED")
                 continue
             # The client sends the failures back when the whole request has ended.
-            decision = decide(asked, lifecycle.reconsume_times, ended, self.tables[group.name])
-            if delivery is not None:
-                delivery.decision = decision.decision
-                delivery.delay_level = decision.delay_level
-                delivery.delay_ms = decision.delay_ms
-                delivery.expected_redelivery_ms = decision.expected_redelivery_ms
-                delivery.entered_dlq_ms = decision.entered_dlq_ms
-            self._apply(lifecycle, decision, ended, listener_asked=asked is not group)
+            if success:  # after the ackIndex: sent back as failed, at the group's level
+                self.stats.partial_ack_messages += 1
+                cause, context = "PARTIAL_BATCH_ACK", group
+            else:
+                cause = "LISTENER_LEVEL" if level is not None and level > 0 else "SCHEDULED"
+                context = asked
+                if request.cleaned:  # 4.9.8 sends it back again (§3.6)
+                    self.stats.stuck_failures_sent_back += 1
+            self._send_back(lifecycle, copy, number, context, ended, cause, delivery)
 
-    def _apply(self, lifecycle: Lifecycle, decision: Decision, ended: int, listener_asked: bool):
+    def _send_back(
+        self,
+        lifecycle: Lifecycle,
+        copy: Copy,
+        number: int,
+        asked: Group,
+        ended: int,
+        cause: str,
+        delivery: Delivery | None,
+    ) -> None:
+        """One failed message of a request that ended at ``ended``: the broker's send-back (a
+        concurrent clustering group's), the client's fallback or local re-consume when that RPC
+        fails, or the orderly or broadcasting client's own rules."""
+        group = self.groups[lifecycle.index]
+        table = self.tables[group.name]
+        orderly = group.consume_mode == "ORDERLY"
+        latest = number == lifecycle.deliveries
+        if not orderly and group.message_model == "CLUSTERING":
+            failure = self.traffic.send_back_failure(self, ended, lifecycle)
+            if failure is not None and failure[0] == "FALLBACK":
+                self._fallback(lifecycle, copy, number, ended, ended + failure[1], delivery)
+                return
+            if failure is not None:
+                # The fallback failed too: reconsumeTimes + 1 in memory, consumed again locally
+                # 5 s later (§3.3); nothing is stored.
+                self.stats.local_reconsumes += 1
+                due = ended + failure[1] + LOCAL_RECONSUME_MS
+                decision = Decision("LOCAL_RETRY", None, LOCAL_RECONSUME_MS, due)
+                again = dataclasses.replace(
+                    copy, reconsume_times=copy.reconsume_times + 1, cause="LOCAL_RECONSUME"
+                )
+                self._redeliver(lifecycle, again, decision, latest, delivery)
+                return
+        # The broker reads the stored copy's count; an orderly client counts in memory.
+        counted = copy.reconsume_times if orderly else copy.stored_times
+        decision = decide(asked, counted, ended, table, self.broker_versions[group.name])
         if decision.decision == "DROP":
-            self._close(lifecycle, "DROPPED", ended)
+            self._note(delivery, decision)
+            self._release(lifecycle, "DROPPED")
             return
         if decision.decision == "DLQ":
-            self._enter_dlq(lifecycle, decision, ended, listener_asked)
+            self._note(delivery, decision)
+            listener = asked is not group and asked.delay_level_when_next_consume < 0
+            path = "ORDERLY" if orderly else "LISTENER" if listener else "BROKER"
+            self._enter_dlq(lifecycle, decision, ended, number, copy, path)
+            self._release(lifecycle, "DLQ")
             return
-        assert decision.expected_redelivery_ms is not None
-        lifecycle.expected_ms = decision.expected_redelivery_ms
-        lifecycle.real_topic = f"%RETRY%{lifecycle.group}"  # left over from the schedule hop
-        lifecycle.reconsume_times += 1
-        lag = self.traffic.redelivery_lag(self, decision)
-        self._push(decision.expected_redelivery_ms + lag, self._DELIVER, lifecycle)
+        if decision.decision == "LOCAL_RETRY":
+            again = dataclasses.replace(
+                copy, reconsume_times=copy.reconsume_times + 1, cause="SCHEDULED"
+            )
+            self._redeliver(lifecycle, again, decision, latest, delivery)
+            return
+        if cause == "LISTENER_LEVEL":
+            self.stats.listener_levels += 1
+        self._retry(lifecycle, copy, decision, cause, latest, delivery)
+
+    def _retry(
+        self,
+        lifecycle: Lifecycle,
+        copy: Copy,
+        decision: Decision,
+        cause: str,
+        latest: bool = False,
+        delivery: Delivery | None = None,
+        *,
+        ends: bool = True,
+    ) -> None:
+        """The broker stored a retry copy of ``copy`` through the schedule topic (§1.2 steps
+        9-10): the stored count + 1, REAL_TOPIC left over, ORIGIN_MESSAGE_ID kept or set."""
+        group = lifecycle.group
+        stored = copy.stored_times + 1
+        origin = copy.origin or self._offset_of(copy)
+        again = Copy(stored, stored, cause, real_topic=f"%RETRY%{group}", origin=origin)
+        self._redeliver(lifecycle, again, decision, latest, delivery, ends=ends)
+
+    def _fallback(
+        self,
+        lifecycle: Lifecycle,
+        copy: Copy,
+        number: int,
+        ended: int,
+        sent: int,
+        delivery: Delivery | None,
+    ) -> None:
+        """The send-back RPC failed: the client sends the message to %RETRY%<group> itself at
+        ``sent``, with DELAY = 3 + r and RECONSUME_TIME = r + 1 whatever the listener asked, and
+        no ORIGIN_MESSAGE_ID unless the consumed copy had one (§3.4). The broker's
+        handleRetryAndDLQ: a 4.x broker dead-letters it at r + 1 >= max, still through the
+        schedule topic; a 5.x broker at r + 1 > max, at once (§1.3, §1.4)."""
+        group = self.groups[lifecycle.index]
+        table = self.tables[group.name]
+        r = copy.reconsume_times
+        limit = 16 if group.max_reconsume_times == -1 else group.max_reconsume_times
+        level = min(3 + r, len(table))
+        delay = table[level - 1]
+        self.stats.fallback_sends += 1
+        four = is_4x_broker(self.broker_versions[group.name])
+        if r + 1 >= limit if four else r + 1 > limit:
+            self.stats.fallback_dlq += 1
+            decision = (
+                Decision("DLQ", level, delay, entered_dlq_ms=sent + delay)
+                if four
+                else Decision("DLQ", entered_dlq_ms=sent)
+            )
+            self._note(delivery, decision)
+            self._enter_dlq(lifecycle, decision, ended, number, copy, "FALLBACK")
+            self._release(lifecycle, "DLQ")
+            return
+        decision = Decision("RETRY", level, delay, sent + delay)
+        again = Copy(
+            r + 1, r + 1, "CLIENT_FALLBACK", real_topic=f"%RETRY%{group.name}", origin=copy.origin
+        )
+        self._redeliver(lifecycle, again, decision, number == lifecycle.deliveries, delivery)
+
+    def _redeliver(
+        self,
+        lifecycle: Lifecycle,
+        copy: Copy,
+        decision: Decision,
+        latest: bool,
+        delivery: Delivery | None,
+        *,
+        ends: bool = True,
+    ) -> None:
+        """Deliver ``copy`` when ``decision`` says, plus the pull lag; the delivery that led
+        here has ended, unless ``ends`` is off."""
+        expected = decision.expected_redelivery_ms
+        assert expected is not None
+        self._note(delivery, decision)
+        if latest:
+            lifecycle.expected_ms = expected
+        self.deliver_at(expected + self.traffic.redelivery_lag(self, decision), lifecycle, copy)
+        if ends:
+            self._release(lifecycle)
+
+    @staticmethod
+    def _note(delivery: Delivery | None, decision: Decision) -> None:
+        if delivery is not None:
+            delivery.decision = decision.decision
+            delivery.delay_level = decision.delay_level
+            delivery.delay_ms = decision.delay_ms
+            delivery.expected_redelivery_ms = decision.expected_redelivery_ms
+            delivery.entered_dlq_ms = decision.entered_dlq_ms
+
+    def _offset_of(self, copy: Copy) -> str:
+        """The offset id of a stored copy, given one when nothing has needed it yet."""
+        if copy.offset_id is None:
+            copy.offset_id = self._new_offset_id(self.traffic.offset_step(self))
+        return copy.offset_id
+
+    def _consume(self, lifecycle: Lifecycle, traced_end: int, started: int) -> None:
+        """A listener consumed the message (a delivery that started at ``started``)."""
+        lifecycle.consumed = True
+        entered = lifecycle.dlq_entered_ms
+        if entered is not None and lifecycle.recovered_ms is None and started >= entered:
+            lifecycle.recovered_ms = traced_end  # the end the SubAfter tells
+            self.stats.recovered += 1
+
+    def _release(self, lifecycle: Lifecycle, state: str | None = None) -> None:
+        """A delivery has been dealt with: its path ends in ``state`` (DLQ, DROPPED), in a
+        consumption, or goes on (None: a redelivery is due). The lifecycle closes when no
+        delivery is due or running, as CONSUMED once a listener consumed it."""
+        lifecycle.pending -= 1
+        if lifecycle.pending == 0:
+            final = "CONSUMED" if lifecycle.consumed else state
+            assert final is not None, lifecycle
+            self._close(lifecycle, final, lifecycle.last_record_ms)
 
     def _enter_dlq(
-        self, lifecycle: Lifecycle, decision: Decision, ended: int, listener_asked: bool
+        self,
+        lifecycle: Lifecycle,
+        decision: Decision,
+        ended: int,
+        number: int,
+        copy: Copy,
+        path: str,
     ) -> None:
-        """Store the DLQ copy, export it if the export holds it, and let the world react."""
+        """Store the DLQ copy of delivery ``number`` (which handed over ``copy`` and failed at
+        ``ended``, or was caught by the expiry cleaner then), export it if the export holds it,
+        and let the world react. ``path``: BROKER, LISTENER (level -1), CONSUME_TIMEOUT,
+        FALLBACK (the client's) or ORDERLY (the orderly client's)."""
         entered = decision.entered_dlq_ms
         assert entered is not None
         group = self.groups[lifecycle.index]
-        r = lifecycle.reconsume_times
-        if listener_asked:
+        r = copy.reconsume_times
+        if path == "LISTENER":
             self.stats.listener_dlq += 1
         lifecycle.dlq_entered_ms = entered
-        lifecycle.dlq_reconsume_times = dlq_copy_reconsume_times(group, r)
-        lifecycle.dlq_delivery = lifecycle.deliveries
+        if path == "ORDERLY":
+            lifecycle.dlq_reconsume_times = dlq_copy_reconsume_times(group, r)
+        elif path == "FALLBACK":
+            lifecycle.dlq_reconsume_times = r + 1  # the header's RECONSUME_TIME
+        else:
+            lifecycle.dlq_reconsume_times = copy.stored_times + 1
+        lifecycle.dlq_delivery = number
+        lifecycle.dlq_path = path
         seed_group = self.seed_groups[lifecycle.index]
         lifecycle.dlq_rules_agree = (
-            decide(seed_group, r, ended, self.tables[group.name]).decision == "DLQ"
+            decide(
+                seed_group, r, ended, self.tables[group.name], self.broker_versions[group.name]
+            ).decision
+            == "DLQ"
         )
         lifecycle.dlq_exported = (
             self.dlq_files is not None
@@ -790,12 +1370,17 @@ class Engine:
             and entered <= self.dlq_export_end_ms
         )
         lifecycle.recovered_ms = None
-        self._dlq_copy(lifecycle, decision)
-        if group.consume_mode == "ORDERLY" and decision.delay_level is not None:
-            lifecycle.real_topic = f"%DLQ%{group.name}"  # the 4.9.x schedule hop (§1.3)
+        properties = self._dlq_properties(lifecycle, copy, decision, path)
+        stored = lifecycle.dlq_reconsume_times
+        lifecycle.dlq_copy = Copy(
+            stored,
+            stored,
+            None,
+            real_topic=properties.get("REAL_TOPIC"),
+            origin=properties.get("ORIGIN_MESSAGE_ID"),
+        )
+        self._dlq_copy(lifecycle, properties)
         self.traffic.on_dead_letter(self, lifecycle)
-        if not lifecycle.awaiting_resend:
-            self._close(lifecycle, "DLQ", ended)
 
     # ground truth ----------------------------------------------------------------------------
     def _close(self, lifecycle: Lifecycle, state: str, last_record_ms: int | None) -> None:
@@ -835,13 +1420,17 @@ class Engine:
         causes = (
             first is None or first > deciding,  # no delivery up to the deciding one landed
             deciding in lost,  # its SubBefore or SubAfter was lost
+            # the client's fallback dead-lettered it one attempt before the rules would (§3.4)
+            lifecycle.dlq_path == "FALLBACK" and not lifecycle.dlq_rules_agree,
+            # the expiry cleaner sent it while its listener ran: the trace shows no failure
+            lifecycle.dlq_path == "CONSUME_TIMEOUT",
             not lifecycle.dlq_rules_agree,  # the listener asked; the seed says retry
             self.dlq_files is None or lifecycle.group in self.dlq_unexported_groups,
             entered > self.dlq_export_end_ms,
         )
-        predicted = not any(causes[:3])
+        predicted = not any(causes[: self.TRACE_REASONS])
         observed = lifecycle.dlq_exported
-        assert observed == (not any(causes[3:]))
+        assert observed == (not any(causes[self.TRACE_REASONS :]))
         if predicted and observed:
             return "BOTH", None
         evidence = "OBSERVED" if observed else "PREDICTED" if predicted else "NONE"
@@ -863,23 +1452,37 @@ class Engine:
         """One ground_truth.jsonl row: what really happened, and what the landing shows.
 
         - origin_msg_id: what the landed Pub record tells (none for a 13-field Pub, an untraced
-          or a lost one); deliveries: as they happened, landed or not;
+          or a lost one, and for a delayed or transactional message, whose Pub names another
+          copy than the one consumers receive); origin_kind: NORMAL, DELAYED or TRANSACTIONAL
+          as that Pub says, UNKNOWN without one; received_offset_msg_id: the offset id of the
+          copy the message's topic delivered (for a recovery group too);
+        - final_state: as the ledger should judge it: CONSUMED once a listener consumed it
+          (a partial ack does not consume the messages after its ackIndex);
+        - deliveries: as they happened, landed or not; successful_deliveries: those whose
+          SubAfter counts as a success (success true, or an orderly ROLLBACK); redelivery_causes:
+          the true cause (`CAUSES`) of each delivery after the first, in start order;
         - in_dlq, dlq_reconsume_times, dlq_entered_ms: the (last) DLQ entry, its copy's stored
-          reconsumeTimes and store time (for a 4.9.x orderly copy, after its delay);
-        - recovered_ms: the end (as its SubAfter tells) of the first successful delivery after
-          the DLQ entry, as for a re-sent dead letter; recovery_of: the group whose %DLQ%
-          topic this group consumes;
+          reconsumeTimes and store time (for a 4.x orderly or fallback copy, after its delay);
+        - recovered_ms: the end (as its SubAfter tells) of the first successful delivery that
+          started after the DLQ entry, as for a re-sent dead letter; recovery_of: the group
+          whose %DLQ% topic this group consumes;
         - trace_complete: every SubBefore and SubAfter of its deliveries landed;
         - dlq_evidence, reconciliation_reason: see `dlq_evidence`.
         """
         message = lifecycle.message
         evidence, reason = self.dlq_evidence(lifecycle)
+        assert len(lifecycle.causes) == max(lifecycle.deliveries - 1, 0), lifecycle
+        unknown = message.pub_lost or not message.traced
         return {
             "consumer_group": lifecycle.group,
             "msg_id": message.msg_id,
             "origin_msg_id": None if message.pub_lost else message.origin_msg_id,
+            "origin_kind": "UNKNOWN" if unknown else message.kind,
+            "received_offset_msg_id": message.received_offset_id,
             "final_state": lifecycle.state,
             "deliveries": lifecycle.deliveries,
+            "successful_deliveries": lifecycle.successes,
+            "redelivery_causes": lifecycle.causes,
             "in_dlq": lifecycle.dlq_entered_ms is not None,
             "dlq_reconsume_times": lifecycle.dlq_reconsume_times,
             "dlq_entered_ms": lifecycle.dlq_entered_ms,
@@ -891,9 +1494,14 @@ class Engine:
         }
 
     def judge_open(self, lifecycle: Lifecycle, watermark_ms: int) -> str:
-        """The state of a lifecycle still open when the trace ends, as the models judge it."""
+        """The state of a lifecycle still open when the trace ends, as the models judge it: by
+        the delivery started last, unless a listener consumed the message."""
+        if lifecycle.consumed:
+            return "CONSUMED"  # a later delivery (a duplicate, a cleaner's retry) is pending
         if lifecycle.awaiting_resend:
             return "DLQ"  # in the DLQ; the re-sent message is not delivered yet
+        if lifecycle.dlq_entered_ms is not None and lifecycle.dlq_delivery == lifecycle.deliveries:
+            return "DLQ"  # the expiry cleaner dead-lettered it; its listener still runs
         if lifecycle.in_flight:
             return "IN_FLIGHT"
         assert lifecycle.expected_ms is not None
@@ -918,17 +1526,12 @@ class Engine:
         self.truth.close()
 
     # dead-letter export ----------------------------------------------------------------------
-    def _dlq_copy(self, lifecycle: Lifecycle, decision: Decision) -> None:
-        self.stats.dlq_messages += 1
-        if self.dlq_files is None or not lifecycle.dlq_exported:
-            return
-        self.stats.dlq_exported += 1
+    def _dlq_properties(
+        self, lifecycle: Lifecycle, copy: Copy, decision: Decision, path: str
+    ) -> dict[str, str]:
+        """The properties of the DLQ copy of ``copy`` (§1.2 step 10, §1.3-§1.6, §3.4, §3.5)."""
         group = self.groups[lifecycle.index]
         message = lifecycle.message
-        entered = decision.entered_dlq_ms
-        assert entered is not None
-        offset_step, properties_as_map = self.traffic.dlq_copy_choices(self)
-        self.commit_log_offset += offset_step
         properties = {
             "UNIQ_KEY": message.msg_id,
             "RETRY_TOPIC": message.topic,
@@ -941,11 +1544,18 @@ class Engine:
             properties["KEYS"] = message.keys
         if message.tags:
             properties["TAGS"] = message.tags
-        if group.consume_mode == "ORDERLY":
-            # The client sends it to %RETRY% itself: ORIGIN_MESSAGE_ID is the client msgId, but a
-            # 4.9.x client loses it, replacing the property map after setting it (§3.5); a 4.9.x
-            # broker routes it through the schedule topic with DELAY = 3 + r (§1.3).
-            if group.client_line != "remoting-4.9":
+        if message.kind == "TRANSACTIONAL":
+            properties["PGROUP"] = message.producer_group
+            if path not in ("ORDERLY", "FALLBACK"):  # a client's own send clears TRAN_MSG
+                properties["TRAN_MSG"] = "true"
+        if path in ("ORDERLY", "FALLBACK"):
+            # The client sends it to %RETRY% itself: ORIGIN_MESSAGE_ID is kept from the consumed
+            # copy, else the client msgId; but the 4.9.x line (and the fallback up to 5.3.3)
+            # loses it, replacing the property map after setting it (§3.4, §3.5). A 4.x broker
+            # routes it through the schedule topic with DELAY = 3 + r (§1.3); 5.x: DELAY = -1.
+            if copy.origin:
+                properties["ORIGIN_MESSAGE_ID"] = copy.origin
+            elif path == "ORDERLY" and group.client_line != "remoting-4.9":
                 properties["ORIGIN_MESSAGE_ID"] = message.msg_id
             if decision.delay_level is not None:
                 properties.update(
@@ -953,14 +1563,32 @@ class Engine:
                     REAL_TOPIC=f"%DLQ%{group.name}",
                     REAL_QID="0",
                 )
+            else:
+                properties["DELAY"] = "-1"
+                if copy.real_topic is not None:
+                    properties.update(REAL_TOPIC=copy.real_topic, REAL_QID="0")
         else:
-            properties["ORIGIN_MESSAGE_ID"] = message.offset_id
+            # The broker's send-back: the consumed copy's ORIGIN_MESSAGE_ID, else its offset id.
+            properties["ORIGIN_MESSAGE_ID"] = copy.origin or self._offset_of(copy)
             properties["DELAY"] = "0"
-            if lifecycle.real_topic is not None:  # left over from the last schedule hop
-                properties.update(REAL_TOPIC=lifecycle.real_topic, REAL_QID="0")
+            if copy.real_topic is not None:  # left over from the last schedule hop or commit
+                properties.update(REAL_TOPIC=copy.real_topic, REAL_QID="0")
+        return properties
+
+    def _dlq_copy(self, lifecycle: Lifecycle, properties: dict[str, str]) -> None:
+        self.stats.dlq_messages += 1
+        if self.dlq_files is None or not lifecycle.dlq_exported:
+            return
+        self.stats.dlq_exported += 1
+        group = self.groups[lifecycle.index]
+        message = lifecycle.message
+        entered = lifecycle.dlq_entered_ms
+        assert entered is not None and lifecycle.dlq_copy is not None
+        offset_step, properties_as_map = self.traffic.dlq_copy_choices(self)
+        offset_id = lifecycle.dlq_copy.offset_id = self._new_offset_id(offset_step)
         line: dict[str, object] = {
             "msgId": message.msg_id,
-            "offsetMsgId": tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset),
+            "offsetMsgId": offset_id,
             "topic": f"%DLQ%{group.name}",
             "queueId": 0,
             "reconsumeTimes": lifecycle.dlq_reconsume_times,
@@ -981,6 +1609,8 @@ class Engine:
         """A trace record written by ``client`` at ``at``, for that client's dispatcher.
         ``owner`` is whose record it is: the Published message for its Pub record, (lifecycle,
         delivery number) for a SubBefore or SubAfter, None for others."""
+        if type(owner) is tuple and at > owner[0].last_record_ms:
+            owner[0].last_record_ms = at
         self.sequence += 1
         heapq.heappush(self.pending_records, (at, self.sequence, client, record, msg_id, owner))
 
@@ -1070,6 +1700,11 @@ class RandomTraffic:
             [i for i, b in enumerate(behaviours) if f"%DLQ%{group.name}" in b.topics]
             for group in groups
         ]
+        # A publication picks its topic by its share of the messages: a topic sent in bursts is
+        # picked its mean burst size fewer times.
+        self.topic_weights = [
+            topic.weight * 2 / (topic.burst[0] + topic.burst[1]) for topic in TOPICS
+        ]
 
     def begin(self, engine: Engine) -> None:
         if self.config.messages > 0:
@@ -1082,24 +1717,59 @@ class RandomTraffic:
         return engine.start_ms + int(index * slot + self.rng.random() * slot)
 
     def _choose_topic(self) -> Topic:
-        total = sum(topic.weight for topic in TOPICS)
-        pick = self.rng.randrange(total)
-        for topic in TOPICS:
-            pick -= topic.weight
+        pick = self.rng.random() * sum(self.topic_weights)
+        for topic, weight in zip(TOPICS, self.topic_weights, strict=True):
+            pick -= weight
             if pick < 0:
                 return topic
-        raise AssertionError("unreachable")
+        return TOPICS[-1]
 
     def on_publish(self, engine: Engine, at: int, index: int) -> None:
         rng = self.rng
         topic = self._choose_topic()
+        low, high = topic.burst
+        count = min(rng.randint(low, high) if high > 1 else 1, self.config.messages - index)
+        pulls: dict[int, list[Lifecycle]] = {}
+        sent = at
+        for position in range(count):
+            if position:
+                sent += 1 + rng.randrange(5)
+            message = self._publish_one(engine, sent, topic)
+            for group in self.subscribers[topic.name]:
+                poisoned = rng.random() < engine.behaviours[group].poison
+                lifecycle = engine.subscribe(group, message, poisoned=poisoned)
+                if count == 1 or message.kind != "NORMAL":
+                    engine.deliver_at(message.available_ms + 5 + rng.randrange(200), lifecycle)
+                else:
+                    pulls.setdefault(group, []).append(lifecycle)
+        # A consumer pulls a burst at once (a pull holds up to 32 messages), so its consume
+        # requests fill up to the batch size.
+        for lifecycles in pulls.values():
+            pulled = sent + 5 + rng.randrange(200)
+            for lifecycle in lifecycles:
+                engine.deliver_at(pulled, lifecycle)
+        following = index + count
+        if following < self.config.messages:  # one at a time: memory stays bounded
+            engine.schedule_publish(self._publish_time(engine, following), following)
+
+    def _publish_one(self, engine: Engine, at: int, topic: Topic) -> Published:
+        rng = self.rng
         offset_step = 180 + rng.randrange(400)
         tags = rng.choice(topic.tags) if rng.random() < 0.9 else None
         number = engine.stats.messages + 1
         keys = f"{topic.name}-{number}" if rng.random() < 0.8 else None
         body_length = 200 + rng.randrange(2000)
         cost_ms = 1 + rng.randrange(8)
-        message = engine.publish(
+        kind, delay_level, commit_after_ms, copy_step = "NORMAL", 0, 0, 0
+        if topic.delayed or topic.transactional:
+            pick = rng.random()
+            if pick < topic.delayed:
+                kind, delay_level = "DELAYED", 2 + rng.randrange(5)  # 5 s to 2 minutes
+            elif pick < topic.delayed + topic.transactional:
+                kind, commit_after_ms = "TRANSACTIONAL", 20 + rng.randrange(2000)
+            if kind != "NORMAL":
+                copy_step = 180 + rng.randrange(400)
+        return engine.publish(
             at,
             topic=topic.name,
             producer_group=topic.producer_group,
@@ -1110,17 +1780,35 @@ class RandomTraffic:
             offset_step=offset_step,
             body_length=body_length,
             cost_ms=cost_ms,
+            kind=kind,
+            delay_level=delay_level,
+            commit_after_ms=commit_after_ms,
+            copy_step=copy_step,
         )
-        for group in self.subscribers[topic.name]:
-            poisoned = rng.random() < engine.behaviours[group].poison
-            lifecycle = engine.subscribe(group, message, poisoned=poisoned)
-            engine.deliver_at(at + 5 + rng.randrange(200), lifecycle)
-        following = index + 1
-        if following < self.config.messages:  # one at a time: memory stays bounded
-            engine.schedule_publish(self._publish_time(engine, following), following)
 
     def _fraction(self, engine: Engine, at: int) -> float:
         return (at - engine.start_ms) / (engine.end_ms - engine.start_ms)
+
+    def _late(self, engine: Engine, at: int) -> bool:
+        """Too late in the run for a redelivery the trace could miss (`LATE_FRACTION`)."""
+        return self._fraction(engine, at) >= LATE_FRACTION
+
+    @staticmethod
+    def _limit(group: Group) -> int:
+        return 16 if group.max_reconsume_times == -1 else group.max_reconsume_times
+
+    def _broker_retries(self, engine: Engine, request: Request, more: int = 0) -> bool:
+        """Whether a send-back of every message of the request (by a concurrent clustering group
+        whose listener asks for no DLQ) is a retry, ``more`` counts ahead."""
+        group = engine.groups[request.group]
+        limit = self._limit(group)
+        return (
+            group.consume_mode == "CONCURRENTLY"
+            and group.message_model == "CLUSTERING"
+            and group.retry_queue_nums > 0
+            and group.delay_level_when_next_consume >= 0
+            and all(copy.stored_times + more < limit for copy in request.copies)
+        )
 
     def offline(self, engine: Engine, at: int, lifecycle: Lifecycle) -> bool:
         offline_from = engine.behaviours[lifecycle.index].offline_from
@@ -1130,6 +1818,8 @@ class RandomTraffic:
         behaviour = engine.behaviours[request.group]
         outage = behaviour.outage
         if outage and outage[0] <= self._fraction(engine, at) < outage[1]:
+            if behaviour.outage_hang and self.rng.random() < behaviour.outage_hang:
+                return "SLOW_SUCCESS"  # stuck on the dead downstream until it comes back
             return "FAILED"  # RECONSUME_LATER for everything: failure as flow control
         if any(lifecycle.poisoned for lifecycle in request.lifecycles):
             return "EXCEPTION"
@@ -1147,11 +1837,27 @@ class RandomTraffic:
         orderly = engine.groups[request.group].consume_mode == "ORDERLY"
         if orderly and behaviour.rollback and self.rng.random() < behaviour.rollback:
             return "ROLLBACK"  # an orderly listener's deprecated ROLLBACK, acked
-        return "SLOW_SUCCESS" if self.rng.random() < behaviour.slow else "SUCCESS"
+        if self.rng.random() < behaviour.slow:
+            # A stuck listener may give up with RECONSUME_LATER, only where the cleaner's
+            # send-back and its own are both retries (never two dead letters of one message).
+            if (
+                behaviour.slow_failure
+                and self._broker_retries(engine, request)
+                and self.rng.random() < behaviour.slow_failure
+            ):
+                return "SLOW_FAILED"
+            return "SLOW_SUCCESS"
+        return "SUCCESS"
 
     def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
         size = len(request.lifecycles)
         return size * (behaviour.cost_ms + self.rng.randrange(behaviour.cost_ms + 1))
+
+    def stuck_ms(self, engine: Engine, request: Request, timeout_ms: int) -> int:
+        return timeout_ms + self.rng.randrange(timeout_ms * 4 // 3)  # up to 20 minutes more
+
+    def consumer_started_ms(self, engine: Engine, index: int) -> int | None:
+        return engine.start_ms - self.rng.randrange(max(engine.groups[index].consume_timeout_ms, 1))
 
     def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
         lag = 1 + self.rng.randrange(5)
@@ -1159,11 +1865,84 @@ class RandomTraffic:
             lag = self.rng.randrange(SCHEDULE_POLL_MS) + 5 + self.rng.randrange(200)
         return lag
 
-    def listener_requests_dlq(self, engine: Engine, request: Request) -> bool:
-        share = engine.behaviours[request.group].listener_dlq
-        if not share or any(lifecycle.resent for lifecycle in request.lifecycles):
-            return False  # a re-sent dead letter is not sent back: one DLQ entry per lifecycle
-        return self.rng.random() < share
+    def listener_delay_level(self, engine: Engine, request: Request) -> int | None:
+        if request.cleaned:
+            return None  # a stuck listener that gave up: the cleaner sent it back already
+        behaviour = engine.behaviours[request.group]
+        share = behaviour.listener_dlq
+        # a re-sent dead letter is not sent back: one DLQ entry per lifecycle
+        resent = any(lifecycle.resent for lifecycle in request.lifecycles)
+        if share and not resent and self.rng.random() < share:
+            return -1
+        share = behaviour.listener_level
+        if share and not self._late(engine, request.ended_ms) and self.rng.random() < share:
+            return self._own_level(engine, request)
+        return None
+
+    def _own_level(self, engine: Engine, request: Request) -> int | None:
+        """A level of the listener's own whose delay differs by more than 3 s from the level
+        the rules expect (3 + r, on the stored or the traced count) and from a local
+        re-consume's 5 s, so that the trace tells them apart."""
+        table = engine.tables[engine.groups[request.group].name]
+        counts = {c.stored_times for c in request.copies} | {
+            c.reconsume_times for c in request.copies
+        }
+        avoid = {table[min(3 + count, len(table)) - 1] for count in counts}
+        avoid.add(LOCAL_RECONSUME_MS)
+        levels = [
+            level
+            for level in range(4, min(len(table), 9) + 1)
+            if all(abs(table[level - 1] - delay) > 3000 for delay in avoid)
+        ]
+        return self.rng.choice(levels) if levels else None
+
+    def ack_index(self, engine: Engine, request: Request) -> int | None:
+        share = engine.behaviours[request.group].partial_ack
+        # The messages after the ackIndex are sent back: never as far as the DLQ, whose copy the
+        # trace could not tell from a consumption.
+        if not share or self._late(engine, request.ended_ms):
+            return None
+        if not self._broker_retries(engine, request, more=1) or self.rng.random() >= share:
+            return None
+        return self.rng.randrange(-1, len(request.lifecycles) - 1)
+
+    def send_back_failure(
+        self, engine: Engine, at: int, lifecycle: Lifecycle
+    ) -> tuple[str, int] | None:
+        behaviour = engine.behaviours[lifecycle.index]
+        window = behaviour.send_back_outage
+        if (window is None and not behaviour.send_back_fails) or self._late(engine, at):
+            return None
+        fraction = self._fraction(engine, at)
+        failed = window is not None and window[0] <= fraction < window[1]
+        if not failed and behaviour.send_back_fails:
+            failed = self.rng.random() < behaviour.send_back_fails
+        if not failed:
+            return None
+        rpc_ms = 5 + self.rng.randrange(300)  # the broker refuses the connection, or resets it
+        if behaviour.fallback_fails and self.rng.random() < behaviour.fallback_fails:
+            return "LOCAL", rpc_ms + 5 + self.rng.randrange(300)
+        return "FALLBACK", rpc_ms
+
+    def redeliver_after_drop(self, engine: Engine, request: Request, success: bool) -> int | None:
+        share = engine.behaviours[request.group].duplicate
+        if not share or self._late(engine, request.ended_ms):
+            return None
+        # A dropped failure must look like one the rules retry, not one they dead-letter.
+        seed = engine.seed_groups[request.group]
+        table = engine.tables[seed.name]
+        version = engine.broker_versions[seed.name]
+        if not success and any(
+            decide(seed, copy.reconsume_times, request.ended_ms, table, version).decision != "RETRY"
+            for copy in request.copies
+        ):
+            return None
+        if self.rng.random() >= share:
+            return None
+        return 1000 + self.rng.randrange(59_000)
+
+    def offset_step(self, engine: Engine) -> int:
+        return 180 + self.rng.randrange(400)
 
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         offset_step = 180 + self.rng.randrange(400)
@@ -1253,7 +2032,22 @@ def read_delay_levels(path: Path) -> dict[str, str]:
         return {row["broker_cluster"]: row["message_delay_level"] for row in csv.DictReader(handle)}
 
 
-def write_seed_files(seeds: Path, groups: list[Group], delay_levels: dict[str, str]) -> None:
+def read_broker_versions(path: Path) -> dict[str, str]:
+    """The clusters whose row names a broker_version (an optional column)."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {
+            row["broker_cluster"]: row["broker_version"]
+            for row in csv.DictReader(handle)
+            if row.get("broker_version")
+        }
+
+
+def write_seed_files(
+    seeds: Path,
+    groups: list[Group],
+    delay_levels: dict[str, str],
+    broker_versions: dict[str, str] | None = None,
+) -> None:
     """The seeds the run used, to drop into a dbt project's seeds/ folder."""
     seeds.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()
@@ -1261,8 +2055,12 @@ def write_seed_files(seeds: Path, groups: list[Group], delay_levels: dict[str, s
     writer.writerow(GROUP_COLUMNS)
     writer.writerows(group.seed_row() for group in groups if group.in_seed)
     (seeds / "consumer_groups.csv").write_text(buffer.getvalue())
-    lines = ["broker_cluster,message_delay_level"]
-    lines += [f"{cluster},{levels}" for cluster, levels in delay_levels.items()]
+    versions = broker_versions or {}
+    lines = ["broker_cluster,message_delay_level,broker_version"]
+    lines += [
+        f"{cluster},{levels},{versions.get(cluster, '')}"
+        for cluster, levels in delay_levels.items()
+    ]
     (seeds / "broker_delay_levels.csv").write_text("\n".join(lines) + "\n")
 
 
@@ -1282,9 +2080,11 @@ def generate(
     if seeds_dir is not None:
         groups = read_groups(seeds_dir / "consumer_groups.csv")
         delay_levels = read_delay_levels(seeds_dir / "broker_delay_levels.csv")
+        broker_versions = read_broker_versions(seeds_dir / "broker_delay_levels.csv")
     else:
         groups = list(GROUPS.values())
         delay_levels = dict(DELAY_LEVELS)
+        broker_versions = dict(BROKER_VERSIONS)
     known = {group.name for group in groups}
     groups += [Group(name, in_seed=False) for name in unseeded_groups if name not in known]
     groups = [
@@ -1292,7 +2092,7 @@ def generate(
         for group in groups
     ]
     config.out.mkdir(parents=True, exist_ok=True)
-    write_seed_files(config.out / "seeds", groups, delay_levels)
+    write_seed_files(config.out / "seeds", groups, delay_levels, broker_versions)
     versions = config.client_versions
     run_ms = int(config.hours * HOUR_MS)
     engine = Engine(
@@ -1310,6 +2110,7 @@ def generate(
         dlq_export=config.dlq_export,
         dlq_export_end_ms=config.start_ms + int(config.dlq_export_end_fraction * run_ms),
         dlq_unexported_groups=config.dlq_unexported_groups,
+        broker_versions=broker_versions,
     )
     stats = engine.run(progress=progress)
     (config.out / "generation.json").write_text(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from retrylake.sim import trace_format as tf
 from retrylake.sim.engine import (
+    BROKER_VERSIONS,
     DELAY_LEVELS,
     GROUPS,
     HOUR_MS,
@@ -71,11 +72,31 @@ class ScriptedTraffic:
     def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
         return behaviour.cost_ms * len(request.lifecycles)
 
+    def stuck_ms(self, engine: Engine, request: Request, timeout_ms: int) -> int:
+        return timeout_ms  # a slow success takes the consume timeout longer
+
+    def consumer_started_ms(self, engine: Engine, index: int) -> int | None:
+        return None  # no expiry cleaner: a slow success is only labelled TIME_OUT
+
     def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
         return PULL_LAG_MS
 
-    def listener_requests_dlq(self, engine: Engine, request: Request) -> bool:
-        return False  # fraud-check's seed asks for the DLQ; no listener overrides its group's
+    def listener_delay_level(self, engine: Engine, request: Request) -> int | None:
+        return None  # fraud-check's seed asks for the DLQ; no listener overrides its group's
+
+    def ack_index(self, engine: Engine, request: Request) -> int | None:
+        return None  # one message per request
+
+    def send_back_failure(
+        self, engine: Engine, at: int, lifecycle: Lifecycle
+    ) -> tuple[str, int] | None:
+        return None  # every send-back reaches the broker
+
+    def redeliver_after_drop(self, engine: Engine, request: Request, success: bool) -> int | None:
+        return None  # no rebalance
+
+    def offset_step(self, engine: Engine) -> int:
+        return 517
 
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         return 517, True
@@ -281,6 +302,7 @@ def write_sample(landing: Path) -> SampleSet:
         out=landing,
         groups=groups,
         delay_levels=DELAY_LEVELS,
+        broker_versions=BROKER_VERSIONS,
         behaviours=[Behaviour((), cost_ms=COST_MS, request_window_ms=0) for _ in groups],
         client_versions=[tf.CLIENT_VERSIONS[CLIENT_VERSIONS.get(g.name, "4.9")] for g in groups],
         traffic=traffic,
@@ -307,4 +329,4 @@ def write_sample(landing: Path) -> SampleSet:
 
 def write_seeds(seeds: Path) -> None:
     """Write the consumer-group and delay-level seeds matching the sample."""
-    write_seed_files(seeds, list(GROUPS.values()), DELAY_LEVELS)
+    write_seed_files(seeds, list(GROUPS.values()), DELAY_LEVELS, BROKER_VERSIONS)
