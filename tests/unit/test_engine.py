@@ -7,6 +7,7 @@ import base64
 import gzip
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,20 +36,25 @@ def _lines(root: Path, kind: str) -> list[str]:
     return lines
 
 
-def _pub_offset_ids(root: Path) -> dict[str, str]:
-    """msgId -> the offset id of its stored original, from the landed 14- and 15-field Pubs."""
-    origins = {}
+def _records(root: Path) -> Iterator[list[str]]:
+    """The fields of every trace record in the landing, each trace message read once."""
+    seen = set()
     for line in _lines(root, "trace"):
         try:
             message = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if message["msgId"] in seen:
+            continue
+        seen.add(message["msgId"])
         body = message.get("body") or base64.b64decode(message["bodyBase64"]).decode("utf-8")
         for record in body.split("\u0002")[:-1]:
-            fields = record.split("\u0001")
-            if fields[0] == "Pub" and len(fields) >= 14:
-                origins[fields[5]] = fields[12]
-    return origins
+            yield record.split("\u0001")
+
+
+def _pubs(root: Path) -> dict[str, list[str]]:
+    """msgId -> the fields of its landed Pub record."""
+    return {fields[5]: fields for fields in _records(root) if fields[0] == "Pub"}
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +133,19 @@ def test_ground_truth_and_dlq_export_agree_with_the_rules(run):
     assert len(dead) == stats.dlq_messages  # one DLQ entry per dead lifecycle
     # the export holds some of the copies (the export window, a group never exported)
     assert len(exported) == stats.dlq_exported < stats.dlq_messages
-    origins = _pub_offset_ids(config.out)
+    pubs = _pubs(config.out)
+    kinds = {"0": "NORMAL", "1": "TRANSACTIONAL", "3": "DELAYED"}  # MessageType ordinals (§5.1)
+    for row in truth:
+        pub = pubs.get(row["msg_id"])  # None: its Pub record was lost
+        # the Pub's offset id is where consumers read a normal message; a delayed one's names
+        # its SCHEDULE_TOPIC_XXXX copy and a transactional one's the half message (§2.2, §2.4)
+        normal_with_id = pub is not None and pub[11] == "0" and len(pub) >= 14
+        assert row["origin_msg_id"] == (pub[12] if normal_with_id else None), row
+        assert row["origin_kind"] == (kinds[pub[11]] if pub else "UNKNOWN"), row
+        if pub is not None and len(pub) >= 14:
+            assert (row["received_offset_msg_id"] == pub[12]) == (pub[11] == "0"), row
+    kinds_seen = Counter(row["origin_kind"] for row in truth)
+    assert set(kinds_seen) == {"NORMAL", "DELAYED", "TRANSACTIONAL", "UNKNOWN"}, kinds_seen
     for copy in exported:
         group = copy["topic"].removeprefix("%DLQ%")
         row = dead[(group, copy["msgId"])]
@@ -136,19 +154,39 @@ def test_ground_truth_and_dlq_export_agree_with_the_rules(run):
         assert copy["storeTimestamp"] == row["dlq_entered_ms"]
         assert properties["UNIQ_KEY"] == copy["msgId"]
         assert decode_offset_msg_id(copy["offsetMsgId"]) is not None
+        pub = pubs.get(copy["msgId"])
+        transactional = pub is not None and pub[11] == "1"
         if group == "payment-ledger":
             # orderly on the 4.9.x line: the client sent it itself and lost ORIGIN_MESSAGE_ID
             # when it replaced the property map (§3.5); only UNIQ_KEY leads back
             assert "ORIGIN_MESSAGE_ID" not in properties
             assert properties["REAL_TOPIC"] == copy["topic"]
+            assert "TRAN_MSG" not in properties  # a client's own send clears it
+        elif properties["DELAY"] != "0":
+            # the client's fallback, dead-lettered by a 4.9 broker through the schedule topic
+            # with the DELAY = 3 + r it was sent with (§1.3, §3.4)
+            r = copy["reconsumeTimes"] - 1
+            assert properties["DELAY"] == str(min(3 + r, 18)), copy
+            assert properties["REAL_TOPIC"] == copy["topic"] and properties["REAL_QID"] == "0"
+            assert "TRAN_MSG" not in properties
         else:
-            # the offset id of the original stored message, as its Pub record tells it
-            origin = origins.get(copy["msgId"])  # None: its Pub record was lost
-            assert row["origin_msg_id"] == origin
-            assert properties["ORIGIN_MESSAGE_ID"] == origin or origin is None
-            assert properties["DELAY"] == "0"
-            assert ("REAL_TOPIC" in properties) == (copy["reconsumeTimes"] > 1)
-            assert properties.get("REAL_TOPIC", "%RETRY%").startswith("%RETRY%")
+            # the broker's send-back: ORIGIN_MESSAGE_ID is the offset id of the copy consumers
+            # received, unless a client fallback on the way lost it (§1.2 step 10, §3.4)
+            if "CLIENT_FALLBACK" not in row["redelivery_causes"]:
+                assert properties["ORIGIN_MESSAGE_ID"] == row["received_offset_msg_id"], copy
+            if pub is not None and len(pub) >= 14:
+                received = properties["ORIGIN_MESSAGE_ID"] == row["received_offset_msg_id"]
+                assert (properties["ORIGIN_MESSAGE_ID"] == pub[12]) == (
+                    received and pub[11] == "0"
+                ), copy
+            # REAL_TOPIC is left over from the last schedule hop, or the re-put or committed
+            # copy of a delayed or transactional message (§2.4)
+            if copy["reconsumeTimes"] > 1:
+                assert properties["REAL_TOPIC"].startswith("%RETRY%"), copy
+            elif pub is not None:
+                expected = None if pub[11] == "0" else properties["RETRY_TOPIC"]
+                assert properties.get("REAL_TOPIC") == expected, copy
+            assert ("TRAN_MSG" in properties) == transactional or pub is None, copy
     assert (config.out / "seeds" / "consumer_groups.csv").read_text().count("\n") >= 8
 
 

@@ -1,8 +1,8 @@
 """The generator's dead-letter side and lost trace messages, checked against the landing it
 writes (trace/, dlq/, seeds/) and the spec's rules written out here, not the engine's own:
-the export window and the unexported group, listener-requested DLQ entries, the recovery
-consumer, operator re-sends, lost trace messages, and every truth row's dlq_evidence and
-reconciliation_reason."""
+the export window and the unexported group, listener-requested DLQ entries, client-fallback
+and consume-timeout copies, the recovery consumer, operator re-sends, lost trace messages,
+and every truth row's dlq_evidence and reconciliation_reason."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.sim.engine import GeneratorConfig, Stats, generate, read_ground_truth
+from retrylake.sim.engine import Engine, GeneratorConfig, Stats, generate, read_ground_truth
 from spark_udfs import parse_message_properties
 from tests.unit.test_engine import _lines
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
+TIMEOUT_MS = 15 * MINUTE_MS  # consumeTimeout's default (spec §3.1)
+TIME_OUT = 1  # ConsumeReturnType ordinal (spec §4)
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Landing:
     # (group, msgId) -> {request id: (timestamp, retryTimes)}
     sub_before: dict = field(default_factory=lambda: defaultdict(dict))
     sub_after: dict = field(default_factory=dict)  # (request id, msgId) -> success
+    return_types: dict = field(default_factory=dict)  # (request id, msgId) -> contextCode
     pubs: Counter = field(default_factory=Counter)  # msgId -> Pub records
     copies: dict = field(default_factory=dict)  # (group, msgId) -> the dlq/ line
 
@@ -57,6 +60,7 @@ def _landing(root: Path) -> Landing:
                 landing.sub_before[key][fields[4]] = (int(fields[1]), int(fields[6]))
             elif fields[0] == "SubAfter":
                 landing.sub_after[(fields[1], fields[2])] = fields[4] == "true"
+                landing.return_types[(fields[1], fields[2])] = int(fields[6])
     for line in _lines(root, "dlq"):
         copy = json.loads(line)
         landing.copies[(copy["topic"].removeprefix("%DLQ%"), copy["msgId"])] = copy
@@ -155,10 +159,15 @@ def test_the_export_holds_the_copies_stored_before_it_was_taken(any_run):
     assert len(landing.copies) == stats.dlq_exported and len(dead) == stats.dlq_messages
 
 
+def _properties(copy: dict) -> dict[str, str]:
+    return copy.get("properties") or parse_message_properties(copy["propertiesString"])
+
+
 def test_listener_requested_copies_skip_the_retries(run):
     """A copy with fewer reconsumeTimes than the broker's cut-off (max + 1) on a concurrent
-    group whose seed asks for no DLQ was requested by the listener: DELAY 0, the last traced
-    retryTimes + 1, and no redelivery after it (only an operator's re-send, with 0)."""
+    group whose seed asks for no DLQ, with DELAY 0 (the broker's send-back), was requested by
+    the listener: the last traced retryTimes + 1, and no redelivery after it (only an
+    operator's re-send, with 0). One with another DELAY came from the client's fallback."""
     config, stats = run
     landing, seed, truth = _landing(config.out), _seed(config.out), _truth(config)
     requested = 0
@@ -168,9 +177,10 @@ def test_listener_requested_copies_skip_the_retries(run):
             group, copy["reconsumeTimes"] - 1
         ):
             continue
+        if _properties(copy)["DELAY"] != "0":
+            assert truth[key]["reconciliation_reason"] == "CLIENT_FALLBACK"
+            continue
         requested += 1
-        properties = copy.get("properties") or parse_message_properties(copy["propertiesString"])
-        assert properties["DELAY"] == "0"
         stored = copy["storeTimestamp"]
         deliveries = landing.sub_before[key].values()
         before = [retry for at, retry in deliveries if at <= stored]
@@ -243,15 +253,22 @@ def test_lost_trace_messages_never_land(any_run):
     assert gaps <= stats.lost_trace_messages and gaps > 0
     assert stats.lost_records > 0
     incomplete = 0
+    # a delivery may still run when the run ends: one that just started, or a listener stuck
+    # past the consume timeout (up to 35 minutes)
+    running_from = config.start_ms + config.hours * HOUR_MS - 35 * MINUTE_MS
     for key, row in truth.items():
         befores = landing.sub_before.get(key, {})
         afters = sum(1 for request_id in befores if (request_id, key[1]) in landing.sub_after)
-        expected_afters = row["deliveries"] - (row["final_state"] == "IN_FLIGHT")
         if row["trace_complete"]:
-            assert len(befores) == row["deliveries"] and afters == expected_afters, row
+            assert len(befores) == row["deliveries"], row
+            assert all(
+                at >= running_from
+                for request_id, (at, _) in befores.items()
+                if (request_id, key[1]) not in landing.sub_after
+            ), row
         else:
             incomplete += 1
-            assert len(befores) + afters < row["deliveries"] + expected_afters, row
+            assert len(befores) + afters < 2 * row["deliveries"], row
     assert incomplete == stats.trace_incomplete_lifecycles > 0
 
 
@@ -288,8 +305,25 @@ def test_every_dead_letter_has_its_evidence_and_reason(any_run):
         if evidence == "BOTH":
             assert reason is None
         elif not predicted:  # the trace side is missing: its cause comes first
-            if shown:
-                assert reason == "LISTENER_REQUESTED_DLQ" and not rules, row
+            if shown and observed and _properties(landing.copies[key])["DELAY"] != "0":
+                # the client's fallback: 4.9.x dead-letters it at r + 1 >= max (§3.4)
+                assert reason == "CLIENT_FALLBACK" and not rules, row
+            elif shown:
+                assert reason in ("LISTENER_REQUESTED_DLQ", "CLIENT_FALLBACK") and not rules, row
+            elif reason == "CONSUME_TIMEOUT":
+                # the expiry cleaner caught the delivery with that count: it had run more than
+                # consumeTimeout (up to twice) when the copy was stored, and it succeeded with
+                # the TIME_OUT label or was still running (§3.6)
+                stuck = [
+                    request_id
+                    for request_id, (at, retry) in befores.items()
+                    if retry == r and TIMEOUT_MS < entered - at <= 2 * TIMEOUT_MS
+                ]
+                assert stuck and rules, row
+                for request_id in stuck:
+                    assert landing.sub_after.get((request_id, msg_id)) in (True, None), row
+                    code = landing.return_types.get((request_id, msg_id), TIME_OUT)
+                    assert code == TIME_OUT, row
             elif reason == "NOT_IN_TRACE":
                 assert not any(at <= entered for at, _ in befores.values()), row
             else:
@@ -300,7 +334,7 @@ def test_every_dead_letter_has_its_evidence_and_reason(any_run):
             assert reason == "AFTER_EXPORT_WINDOW" and entered > taken, row
     if config.lost_share >= 0.1:
         assert {evidence for evidence, _ in seen} == {None, "BOTH", "OBSERVED", "PREDICTED", "NONE"}
-        assert {reason for _, reason in seen} == {
+        assert {reason for _, reason in seen} >= {
             None,
             "NOT_IN_TRACE",
             "LAST_DELIVERY_NOT_IN_TRACE",
@@ -308,3 +342,4 @@ def test_every_dead_letter_has_its_evidence_and_reason(any_run):
             "GROUP_NOT_EXPORTED",
             "AFTER_EXPORT_WINDOW",
         }
+    assert {reason for _, reason in seen} <= {None, *Engine.REASONS}
