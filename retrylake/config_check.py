@@ -26,6 +26,7 @@ GROUP_COLUMNS = (
     "delay_level_when_next_consume",
     "broker_cluster",
     "client_line",
+    "consume_timeout_minutes",
     "group_retry_policy",
 )
 DELAY_COLUMNS = ("broker_cluster", "message_delay_level")
@@ -119,6 +120,7 @@ def check_consumer_groups(path: Path) -> None:
         _integer(path, number, row, "suspend_current_queue_time_millis", 0)
         _integer(path, number, row, "retry_queue_nums", -(2**31))
         _integer(path, number, row, "delay_level_when_next_consume", -(2**31))
+        _integer(path, number, row, "consume_timeout_minutes", 1)
 
 
 def check_configuration(project_dir: Path) -> None:

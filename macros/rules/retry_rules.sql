@@ -142,6 +142,17 @@
     ({{ consume_mode }} <> 'ORDERLY' and coalesce({{ delay_property }}, '0') <> '0')
 {%- endmacro %}
 
+{#- Whether the client's fallback send (§3.4), storing `stored_reconsume_times` = r + 1, goes to
+    the DLQ: the broker's handleRetryAndDLQ tests `>=` on 4.x (one attempt earlier than the
+    send-back's `r >= max`) and `>` on 5.x (§1.3, §1.4). A broker rule, by broker_version. -#}
+{% macro fallback_reaches_dlq(stored_reconsume_times, max_reconsume_times, broker_version) -%}
+    case
+        when {{ is_4x_broker(broker_version) }}
+            then {{ stored_reconsume_times }} >= {{ max_reconsume_times }}
+        else {{ stored_reconsume_times }} > {{ max_reconsume_times }}
+    end
+{%- endmacro %}
+
 {#- Whether a redelivery `gap_ms` after the previous delivery fits a delay of `delay_ms`: the
     schedule service polls every 100 ms and the consumer pulls soon after (§2.3), so it comes
     at most 2 s plus 1% of the delay late, and never more than 1 s early (clocks). -#}
@@ -205,6 +216,16 @@
         when {{ gap_ms }} > {{ expected_delay_ms }} then 'SCHEDULED'
         else 'UNEXPLAINED'
     end
+{%- endmacro %}
+
+{#- A DLQ decision that never reached the DLQ: the message came back after it through the
+    client's fallback, which ignores the listener's level -1 (§3.4), or its local re-consume
+    after the fallback failed too (§3.3). -#}
+{% macro overturns_dlq_decision(previous_decision, redelivery_cause) -%}
+    (
+        {{ previous_decision }} = 'DLQ'
+        and {{ redelivery_cause }} in ('CLIENT_FALLBACK', 'LOCAL_RECONSUME')
+    )
 {%- endmacro %}
 
 {#- Whether a lifecycle whose redelivery is due at `expected_redelivery_at` is still awaited

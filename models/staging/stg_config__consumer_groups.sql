@@ -27,6 +27,9 @@ final as (
         ) as delay_level_when_next_consume,
         coalesce(broker_cluster, {{ consumer_group_default('broker_cluster') }}) as broker_cluster,
         coalesce(client_line, {{ consumer_group_default('client_line') }}) as client_line,
+        coalesce(
+            consume_timeout_minutes, {{ consumer_group_default('consume_timeout_minutes') }}
+        ) as consume_timeout_minutes,
         group_retry_policy
     from seeded
 )

@@ -35,7 +35,7 @@ def generated(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFact
         seed=11,
         client_versions=("4.9", "4.8", "4.9.1", "old"),
         dlq_export=True,
-        lost_share=0.005,  # enough lost trace messages to hide some dead letters' deliveries
+        lost_share=0.01,  # enough lost trace messages to hide some dead letters' deliveries
     )
     stats = generate(config, seeds_dir=PROJECT_DIR / "seeds")
     build(PROJECT_DIR, Lakehouse(lakehouse.root, out), full_refresh=True)
@@ -63,7 +63,9 @@ def test_every_lifecycle_matches_the_ground_truth(spark, generated):
     assert set(built) <= set(truth)
     exact = {key for key, row in truth.items() if _visible(row)}
     assert exact <= set(built)
-    assert len(truth) - len(exact) == stats.trace_incomplete_lifecycles + 3 > 3, stats
+    incomplete = [row for row in truth.values() if not row["trace_complete"]]
+    assert len(incomplete) == stats.trace_incomplete_lifecycles > 0
+    assert len(exact) > 0.98 * len(truth)
     mismatches = [
         (key, truth[key], built[key])
         for key in exact
@@ -111,14 +113,16 @@ def test_every_dead_letter_matches_the_ground_truth(spark, generated):
         )
     }
     assert set(built) == set(expected)
-    assert len(expected) == stats.dlq_messages - stats.dlq_evidence.get("NONE", 0) - 3 > 0
+    unseen = sum(n for key, n in stats.dlq_evidence.items() if key.startswith("NONE"))
+    assert len(expected) == stats.dlq_messages - unseen > 0
     for key, truth in expected.items():
         row = built[key]
         assert row["reconsume_times"] == truth["dlq_reconsume_times"], (key, row, truth)
         assert row["evidence"] == truth["dlq_evidence"], (key, row, truth)
         if row["evidence"] != "PREDICTED":
             assert row["observed_stored_at"] == truth["dlq_entered_ms"], (key, row, truth)
-        assert row["recovered_at"] == truth["recovered_ms"], (key, row, truth)
+        if row["recovered_by"] != "RECOVERY_CONSUMER":  # the truth knows re-sends only
+            assert row["recovered_at"] == truth["recovered_ms"], (key, row, truth)
 
     one_sided = [key for key, truth in expected.items() if truth["dlq_evidence"] != "BOTH"]
     confusion = Counter(
@@ -140,6 +144,92 @@ def test_every_dead_letter_matches_the_ground_truth(spark, generated):
     }, confusion
 
 
+def test_every_redelivery_cause_matches_the_ground_truth(spark, generated):
+    """Each delivery after the first gets a cause from the trace; against the generator's true
+    causes (the schedule, a listener level, the consume-timeout cleaner, the client's fallback
+    and local re-consume, a partial batch ack, duplicates, re-sends) at least 95% agree, every
+    cause occurs, and the confusion matrix is printed."""
+    config, _ = generated
+    truth = {
+        (row["consumer_group"], row["msg_id"]): row["redelivery_causes"]
+        for row in read_ground_truth(config.out)
+        if _visible(row)
+    }
+    built: dict[tuple[str, str], dict[int, str]] = {}
+    for row in rows(
+        spark,
+        "retrylake.redeliveries",
+        ["consumer_group", "msg_id", "delivery_number", "redelivery_cause"],
+    ):
+        key = (row["consumer_group"], row["msg_id"])
+        built.setdefault(key, {})[row["delivery_number"]] = row["redelivery_cause"]
+    confusion: Counter = Counter()
+    for key, causes in truth.items():
+        got = built.get(key, {})
+        assert sorted(got) == list(range(2, len(causes) + 2)), key
+        confusion.update(zip(causes, (got[number] for number in sorted(got)), strict=True))
+    total = sum(confusion.values())
+    agreed = sum(count for (true, got), count in confusion.items() if true == got)
+    print("\nredelivery causes (truth -> built): count")
+    for (true_cause, built_cause), count in sorted(confusion.items()):
+        print(f"  {true_cause:20} -> {built_cause:20} {count}")
+    print(f"  agreement {agreed}/{total} = {agreed / total:.1%}")
+    assert agreed >= 0.95 * total
+    assert {true for true, _ in confusion} == {
+        "SCHEDULED",
+        "LISTENER_LEVEL",
+        "CONSUME_TIMEOUT",
+        "CLIENT_FALLBACK",
+        "LOCAL_RECONSUME",
+        "PARTIAL_BATCH_ACK",
+        "DUPLICATE_DELIVERY",
+        "RESENT",
+    }, confusion
+    for cause in ("LISTENER_LEVEL", "CONSUME_TIMEOUT", "LOCAL_RECONSUME", "PARTIAL_BATCH_ACK"):
+        assert confusion[(cause, cause)] > 0, cause
+    consumed_twice = spark.sql(
+        "select count(*) as n from retrylake.message_lifecycles where successful_deliveries > 1"
+    ).first()
+    assert consumed_twice.n > 0
+
+
+def test_delayed_and_transactional_messages_name_the_copy_consumers_received(spark, generated):
+    """The Pub record of a delayed (msgType 3) or transactional (1) message names the schedule
+    copy or the half message: the ledger leaves origin_msg_id empty and says origin_kind, and a
+    broker-path DLQ copy in the export names the copy consumers received."""
+    config, _ = generated
+    truth = {
+        (row["consumer_group"], row["msg_id"]): row
+        for row in read_ground_truth(config.out)
+        if _visible(row)
+    }
+    lifecycles = rows(
+        spark,
+        "retrylake.message_lifecycles",
+        ["consumer_group", "msg_id", "origin_kind", "origin_msg_id", "published_offset_msg_id"],
+    )
+    kinds = Counter()
+    for row in lifecycles:
+        key = (row["consumer_group"], row["msg_id"])
+        if key not in truth:
+            continue
+        assert row["origin_kind"] == truth[key]["origin_kind"], (row, truth[key])
+        kinds[row["origin_kind"]] += 1
+        if row["origin_kind"] in ("DELAYED", "TRANSACTIONAL"):
+            assert row["origin_msg_id"] is None, row
+            assert row["published_offset_msg_id"] != truth[key]["received_offset_msg_id"], row
+    assert kinds["DELAYED"] > 0 and kinds["TRANSACTIONAL"] > 0, kinds
+    dead = rows(
+        spark,
+        "retrylake.dlq_messages",
+        ["consumer_group", "msg_id", "origin_kind", "origin_msg_id", "observed_origin_msg_id"],
+        "origin_kind in ('DELAYED', 'TRANSACTIONAL') and observed_origin_msg_id <> msg_id",
+    )
+    for row in dead:
+        received = truth[(row["consumer_group"], row["msg_id"])]["received_offset_msg_id"]
+        assert row["origin_msg_id"] == received, row
+
+
 def test_recoveries_keep_their_dead_letter_and_the_recovery_consumer_is_recognised(
     spark, generated
 ):
@@ -147,6 +237,7 @@ def test_recoveries_keep_their_dead_letter_and_the_recovery_consumer_is_recognis
     group that reads %DLQ%order-service is known as its recovery consumer."""
     config, stats = generated
     truth = list(read_ground_truth(config.out))
+    visible = {(row["consumer_group"], row["msg_id"]) for row in truth if _visible(row)}
     resent = {
         (row["consumer_group"], row["msg_id"]): row["recovered_ms"]
         for row in truth
@@ -162,14 +253,14 @@ def test_recoveries_keep_their_dead_letter_and_the_recovery_consumer_is_recognis
             "recovered_by = 'RESEND'",
         )
     }
-    assert {key: row["recovered_at"] for key, row in recovered.items()} == resent
+    assert {key: row["recovered_at"] for key, row in recovered.items() if key in visible} == resent
     lifecycles = rows(
         spark,
         "retrylake.message_lifecycles",
         ["consumer_group", "msg_id", "final_state", "dlq_at", "recovered_at"],
         "recovered_at is not null",
     )
-    assert {(row["consumer_group"], row["msg_id"]) for row in lifecycles} == set(resent)
+    assert {(row["consumer_group"], row["msg_id"]) for row in lifecycles} & visible == set(resent)
     assert all(row["final_state"] == "CONSUMED" and row["dlq_at"] for row in lifecycles)
 
     counted = spark.sql(
@@ -178,7 +269,7 @@ def test_recoveries_keep_their_dead_letter_and_the_recovery_consumer_is_recognis
     with_entry = spark.sql(
         "select count(*) as n from retrylake.message_lifecycles where dlq_at is not null"
     ).first()
-    assert counted.dlq == with_entry.n and counted.recovered == len(resent)
+    assert counted.dlq == with_entry.n and counted.recovered == len(lifecycles)
 
     recovery_groups = {row["consumer_group"] for row in truth if row["recovery_of"]}
     assert recovery_groups == {"order-service-dlq"}
@@ -377,13 +468,16 @@ def test_dlq_export_lists_every_dead_letter_with_a_resend_command(
             assert entry["resend_command"] == (
                 f"mqadmin queryMsgById -n 10.0.0.1:9876 -i {origin} -s true"
             ), entry
-        else:
+        elif entry["topic"]:
             # 13-field Pub records (older clients) carry no offset id: find it by the msgId
             assert entry["resend_command"] is None, entry
             assert entry["lookup_command"].startswith(
                 f"mqadmin queryMsgByUniqueKey -n 10.0.0.1:9876 -i {entry['msg_id']} "
             ), entry
-        if not entry["recovered_at"]:
+        else:
+            # no Pub record and no copy: not even the topic to look it up in
+            assert entry["resend_command"] is None and entry["lookup_command"] is None, entry
+        if not entry["recovered_at"] and (origin or entry["topic"]):
             assert f"-g {entry['consumer_group']} -d <clientId>" in entry["group_command"], entry
     assert any(entry["resend_command"] for entry in exported)
     assert any(entry["recovered_at"] for entry in exported)

@@ -50,6 +50,7 @@ all_groups as (
             as delay_level_when_next_consume,
         {{ consumer_group_default('broker_cluster') }} as broker_cluster,
         {{ consumer_group_default('client_line') }} as client_line,
+        {{ consumer_group_default('consume_timeout_minutes') }} as consume_timeout_minutes,
         cast(null as string) as group_retry_policy,
         'default' as settings_source
     from unconfigured
@@ -79,7 +80,7 @@ final as (
         ) as broker_version,
         all_groups.client_line,
         -- The expiry cleaner sends back a message held longer than this (spec §3.6).
-        {{ consumer_group_default('consume_timeout_minutes') }} as consume_timeout_minutes,
+        all_groups.consume_timeout_minutes,
         all_groups.group_retry_policy,
         all_groups.settings_source,
         all_groups.settings_source = 'default' as is_default_settings

@@ -18,24 +18,45 @@ copies as (
     select * from {{ ref('stg_dlq__messages') }}
 ),
 
+redeliveries as (
+    select * from {{ ref('redeliveries') }}
+),
+
 consumer_groups as (
     select * from {{ ref('int_consumer_group_settings') }}
 ),
 
-predicted as (
+-- A DLQ decision the message came back from, sent by the client itself after its send-back
+-- failed (the fallback ignores the level, §3.4), never reached the DLQ.
+overturned_decisions as (
     select
         consumer_group,
         msg_id,
-        target_topic as dlq_topic,
-        next_reconsume_times as predicted_reconsume_times,
-        failed_at as last_failed_at,
-        entered_dlq_at as predicted_entered_dlq_at,
-        dlq_reason,
+        previous_delivery_number as delivery_number
+    from redeliveries
+    where {{ overturns_dlq_decision('previous_decision', 'redelivery_cause') }}
+),
+
+predicted as (
+    select
+        decisions.consumer_group,
+        decisions.msg_id,
+        decisions.target_topic as dlq_topic,
+        decisions.next_reconsume_times as predicted_reconsume_times,
+        decisions.failed_at as last_failed_at,
+        decisions.entered_dlq_at as predicted_entered_dlq_at,
+        decisions.dlq_reason,
         row_number() over (
-            partition by consumer_group, msg_id order by entered_dlq_at, delivery_number
+            partition by decisions.consumer_group, decisions.msg_id
+            order by decisions.entered_dlq_at, decisions.delivery_number
         ) as entry_number
     from decisions
-    where decision = 'DLQ'
+    left anti join overturned_decisions
+        on
+            decisions.consumer_group = overturned_decisions.consumer_group
+            and decisions.msg_id = overturned_decisions.msg_id
+            and decisions.delivery_number = overturned_decisions.delivery_number
+    where decisions.decision = 'DLQ'
 ),
 
 observed as (
@@ -193,6 +214,8 @@ with_context as (
         lifecycles.lifecycle_hour,
         consumer_groups.consume_mode,
         consumer_groups.consume_timeout_minutes,
+        consumer_groups.effective_max_reconsume_times,
+        consumer_groups.broker_version,
         {{ failed_reconsume_times(
             'matched.observed_reconsume_times',
             'consumer_groups.consume_mode',
@@ -267,7 +290,11 @@ reconciled as (
                     < {{ add_millis('last_consume_at', 'consume_timeout_minutes * 60000') }}
                 )
                 then 'LAST_DELIVERY_NOT_IN_TRACE'
-            when {{ is_client_fallback_copy('consume_mode', 'observed_delay_property') }}
+            when
+                {{ is_client_fallback_copy('consume_mode', 'observed_delay_property') }}
+                and {{ fallback_reaches_dlq(
+                    'observed_reconsume_times', 'effective_max_reconsume_times', 'broker_version'
+                ) }}
                 then 'CLIENT_FALLBACK'
             when
                 observed_failed_reconsume_times = last_reconsume_times

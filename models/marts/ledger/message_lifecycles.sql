@@ -63,14 +63,30 @@ observed_dead_letters as (
     group by consumer_group, lifecycle_msg_id
 ),
 
-predicted_dead_letters as (
+-- A DLQ decision the client overturned (its fallback sent the message back itself, §3.4) is no
+-- DLQ entry.
+overturned_decisions as (
     select
         consumer_group,
         msg_id,
-        min(entered_dlq_at) as first_entered_dlq_at
+        previous_delivery_number as delivery_number
+    from redeliveries
+    where {{ overturns_dlq_decision('previous_decision', 'redelivery_cause') }}
+),
+
+predicted_dead_letters as (
+    select
+        decisions.consumer_group,
+        decisions.msg_id,
+        min(decisions.entered_dlq_at) as first_entered_dlq_at
     from decisions
-    where decision = 'DLQ'
-    group by consumer_group, msg_id
+    left anti join overturned_decisions
+        on
+            decisions.consumer_group = overturned_decisions.consumer_group
+            and decisions.msg_id = overturned_decisions.msg_id
+            and decisions.delivery_number = overturned_decisions.delivery_number
+    where decisions.decision = 'DLQ'
+    group by decisions.consumer_group, decisions.msg_id
 ),
 
 delivery_summary as (
