@@ -29,8 +29,10 @@ GROUP_COLUMNS = (
     "consume_timeout_minutes",
     "group_retry_policy",
 )
-DELAY_COLUMNS = ("broker_cluster", "message_delay_level")
-# Optional, after the required columns: broker-side behaviour that changed between versions.
+# Columns added since the first release: a seed written before them still reads, and the
+# build takes RocketMQ's default for them.
+GROUP_OPTIONAL_COLUMNS = ("consume_timeout_minutes",)
+DELAY_COLUMNS = ("broker_cluster", "message_delay_level", "broker_version")
 DELAY_OPTIONAL_COLUMNS = ("broker_version",)
 BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
@@ -38,21 +40,21 @@ BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 def _rows(
     path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()
 ) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a seed whose header is ``columns`` in order, any of ``optional`` left out."""
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         header = tuple(reader.fieldnames or ())
-        accepted = [columns + optional[:count] for count in range(len(optional) + 1)]
-        if header not in accepted:
-            expected = list(columns) + [f"{name} (optional)" for name in optional]
+        if header != tuple(name for name in columns if name in header or name not in optional):
+            expected = [f"{name} (optional)" if name in optional else name for name in columns]
             raise ConfigError(f"{path}, row 1: header is {list(header)}, expected {expected}")
         # Row numbers as a spreadsheet shows them: the header is row 1.
         return [(number, row) for number, row in enumerate(reader, start=2)]
 
 
 def _integer(path: Path, number: int, row: dict[str, str], column: str, minimum: int) -> None:
-    value = row[column]
+    value = row.get(column)
     if value in ("", None):
         return
     try:
@@ -103,7 +105,7 @@ def check_delay_levels(path: Path) -> None:
 
 def check_consumer_groups(path: Path) -> None:
     seen: dict[str, int] = {}
-    for number, row in _rows(path, GROUP_COLUMNS):
+    for number, row in _rows(path, GROUP_COLUMNS, GROUP_OPTIONAL_COLUMNS):
         group = row["consumer_group"]
         if not group:
             raise ConfigError(f"{path}, row {number}, consumer_group: empty")

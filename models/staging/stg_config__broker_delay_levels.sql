@@ -2,9 +2,6 @@
 -- `*` is the default row. The only model that reads the seed. `broker_version` (e.g. 4.9, 5.3)
 -- is optional: a seed without the column, or an empty cell, leaves it null.
 {%- set seed = ref('broker_delay_levels') %}
-{%- set has_version = not execute or 'broker_version' in (
-    adapter.get_columns_in_relation(seed) | map(attribute='name') | list
-) %}
 with
 
 seeded as (
@@ -15,7 +12,7 @@ final as (
     select
         broker_cluster,
         message_delay_level,
-        {%- if has_version %}
+        {%- if seed_has_column(seed, 'broker_version') %}
             nullif(trim(broker_version), '') as broker_version
         {%- else %}
             cast(null as string) as broker_version

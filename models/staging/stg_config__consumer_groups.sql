@@ -1,9 +1,11 @@
 -- The consumer-group settings users edit (seeds/consumer_groups.csv), with RocketMQ's default
--- for every cell left empty. The only model that reads the seed.
+-- for every cell left empty. The only model that reads the seed. A seed written before
+-- `consume_timeout_minutes` existed gets the default for it.
+{%- set seed = ref('consumer_groups') %}
 with
 
 seeded as (
-    select * from {{ ref('consumer_groups') }}
+    select * from {{ seed }}
 ),
 
 final as (
@@ -27,9 +29,13 @@ final as (
         ) as delay_level_when_next_consume,
         coalesce(broker_cluster, {{ consumer_group_default('broker_cluster') }}) as broker_cluster,
         coalesce(client_line, {{ consumer_group_default('client_line') }}) as client_line,
-        coalesce(
-            consume_timeout_minutes, {{ consumer_group_default('consume_timeout_minutes') }}
-        ) as consume_timeout_minutes,
+        {%- if seed_has_column(seed, 'consume_timeout_minutes') %}
+            coalesce(
+                consume_timeout_minutes, {{ consumer_group_default('consume_timeout_minutes') }}
+            ) as consume_timeout_minutes,
+        {%- else %}
+            {{ consumer_group_default('consume_timeout_minutes') }} as consume_timeout_minutes,
+        {%- endif %}
         group_retry_policy
     from seeded
 )

@@ -159,7 +159,13 @@ def bad_landing(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFa
     dlq.mkdir(parents=True)
     (dlq / "dlq-export.jsonl").write_text("\n".join(DLQ_LINES) + "\n")
     (dlq / "dlq-broken.jsonl.gz").write_bytes(packed[: len(packed) // 3])
-    build(PROJECT_DIR, Lakehouse(lakehouse.root, landing), full_refresh=True)
+    # with every data test; the dbt unit tests run with the sample build
+    build(
+        PROJECT_DIR,
+        Lakehouse(lakehouse.root, landing),
+        full_refresh=True,
+        exclude=["resource_type:unit_test"],
+    )
     spark.catalog.setCurrentDatabase("retrylake")
     return lines
 

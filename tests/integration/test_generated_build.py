@@ -38,7 +38,13 @@ def generated(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFact
         lost_share=0.01,  # enough lost trace messages to hide some dead letters' deliveries
     )
     stats = generate(config, seeds_dir=PROJECT_DIR / "seeds")
-    build(PROJECT_DIR, Lakehouse(lakehouse.root, out), full_refresh=True)
+    # with every data test; the dbt unit tests run with the sample build
+    build(
+        PROJECT_DIR,
+        Lakehouse(lakehouse.root, out),
+        full_refresh=True,
+        exclude=["resource_type:unit_test"],
+    )
     return config, stats
 
 

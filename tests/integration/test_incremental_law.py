@@ -121,7 +121,13 @@ def landing_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 def full_build(spark, lakehouse: Lakehouse, landing_lines, tmp_path_factory):
     landing = tmp_path_factory.mktemp("law-full")
     _write_batch(landing, 0, landing_lines)
-    build(PROJECT_DIR, Lakehouse(lakehouse.root, landing), full_refresh=True)  # with all tests
+    # with every data test; the dbt unit tests run with the sample build
+    build(
+        PROJECT_DIR,
+        Lakehouse(lakehouse.root, landing),
+        full_refresh=True,
+        exclude=["resource_type:unit_test"],
+    )
     return _marts(spark, lakehouse)
 
 

@@ -93,3 +93,22 @@ def test_the_broker_version_column_is_optional(project: Path):
     seed.write_text(seed.read_text().replace("message_delay_level", "message_delay_level,extra", 1))
     with pytest.raises(ConfigError, match="row 1: header is"):
         check_configuration(project)
+
+
+def test_a_seed_written_before_consume_timeout_minutes_still_reads(project: Path):
+    seed = project / "seeds" / "consumer_groups.csv"
+    rows = [line.split(",") for line in seed.read_text().splitlines()]
+    column = rows[0].index("consume_timeout_minutes")
+    seed.write_text("".join(",".join(row[:column] + row[column + 1 :]) + "\n" for row in rows))
+    check_configuration(project)
+    # an unknown column in its place is still an error, naming the optional one
+    seed.write_text(seed.read_text().replace("client_line,", "client_line,bogus,", 1))
+    with pytest.raises(ConfigError, match=r"consume_timeout_minutes \(optional\)"):
+        check_configuration(project)
+
+
+def test_a_bad_consume_timeout_names_file_row_and_value(project: Path):
+    seed = project / "seeds" / "consumer_groups.csv"
+    _replace(seed, "remoting-4.9,15,", "remoting-4.9,0,")
+    with pytest.raises(ConfigError, match="row 2, consume_timeout_minutes: '0' is below 1"):
+        check_configuration(project)
