@@ -7,6 +7,7 @@ tables had changed. The checks reuse the broker's own parser from spark_udfs.
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -15,7 +16,10 @@ from spark_udfs import DelayLevelError, parse_delay_levels
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
 CONSUME_MODES = ("CONCURRENTLY", "ORDERLY")
-CLIENT_LINES = ("remoting-4.9", "remoting-5", "grpc-5")
+CLIENT_LINES = ("remoting-4.9", "remoting-5", "grpc-5", "cloud-5")
+CONSUMER_KINDS = ("PUSH", "SIMPLE")
+BOOLEANS = ("true", "false")
+RETRY_POLICY_TYPES = ("CUSTOMIZED", "EXPONENTIAL")
 GROUP_COLUMNS = (
     "consumer_group",
     "message_model",
@@ -28,10 +32,18 @@ GROUP_COLUMNS = (
     "client_line",
     "consume_timeout_minutes",
     "group_retry_policy",
+    "retry_max_times",
+    "consumer_kind",
+    "dead_letter_enabled",
 )
 # Columns added since the first release: a seed written before them still reads, and the
 # build takes RocketMQ's default for them.
-GROUP_OPTIONAL_COLUMNS = ("consume_timeout_minutes",)
+GROUP_OPTIONAL_COLUMNS = (
+    "consume_timeout_minutes",
+    "retry_max_times",
+    "consumer_kind",
+    "dead_letter_enabled",
+)
 DELAY_COLUMNS = ("broker_cluster", "message_delay_level", "broker_version")
 DELAY_OPTIONAL_COLUMNS = ("broker_version",)
 BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
@@ -123,6 +135,51 @@ def check_consumer_groups(path: Path) -> None:
         _integer(path, number, row, "retry_queue_nums", -(2**31))
         _integer(path, number, row, "delay_level_when_next_consume", -(2**31))
         _integer(path, number, row, "consume_timeout_minutes", 1)
+        _integer(path, number, row, "retry_max_times", 0)
+        _choice(path, number, row, "consumer_kind", CONSUMER_KINDS)
+        _choice(path, number, row, "dead_letter_enabled", BOOLEANS)
+        _retry_policy(path, number, row.get("group_retry_policy") or "")
+
+
+def _retry_policy(path: Path, number: int, text: str) -> None:
+    """The JSON `mqadmin updateSubGroup -p` takes (spec §8.1): a CUSTOMIZED policy's `next` is a
+    list of delays in ms; an EXPONENTIAL one's `initial`, `max` and `multiplier` are numbers.
+    A missing policy object means the default of its type."""
+    if not text:
+        return
+    where = f"{path}, row {number}, group_retry_policy"
+    try:
+        policy = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{where}: {text!r} is not JSON ({error.msg})") from None
+    if not isinstance(policy, dict):
+        raise ConfigError(f"{where}: {text!r} is not a JSON object")
+    kind = policy.get("type", "CUSTOMIZED")
+    if kind not in RETRY_POLICY_TYPES:
+        raise ConfigError(f"{where}: type {kind!r} is not one of {', '.join(RETRY_POLICY_TYPES)}")
+    if kind == "CUSTOMIZED":
+        delays = (policy.get("customizedRetryPolicy") or {}).get("next")
+        if delays is None:
+            return
+        if not isinstance(delays, list) or not delays:
+            raise ConfigError(f"{where}: customizedRetryPolicy.next must be a non-empty list")
+        for delay in delays:
+            if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+                raise ConfigError(
+                    f"{where}: customizedRetryPolicy.next holds {delay!r}, "
+                    "not a delay in milliseconds"
+                )
+        return
+    exponential = policy.get("exponentialRetryPolicy") or {}
+    for field, minimum in (("initial", 0), ("max", 0), ("multiplier", 1)):
+        value = exponential.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise ConfigError(
+                f"{where}: exponentialRetryPolicy.{field} is {value!r}, "
+                f"not a whole number of at least {minimum}"
+            )
 
 
 def check_configuration(project_dir: Path) -> None:

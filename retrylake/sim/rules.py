@@ -21,6 +21,15 @@ DEFAULT_BROKER_VERSION = default_broker_version()
 # written, as in a DLQ copy's CLUSTER property: RocketMQ's own default cluster name.
 DEFAULT_CLUSTER_NAME = "DefaultCluster"
 
+# The client lines of 5.x gRPC consumers, and the seed columns only they use (design.md)
+GRPC_CLIENT_LINES = ("grpc-5", "cloud-5")
+GRPC_ONLY_COLUMNS = (
+    "group_retry_policy",
+    "retry_max_times",
+    "consumer_kind",
+    "dead_letter_enabled",
+)
+
 # Seed column -> Group field, for the columns that have a default.
 SEED_FIELDS = {
     "message_model": "message_model",
@@ -32,6 +41,10 @@ SEED_FIELDS = {
     "broker_cluster": "broker_cluster",
     "client_line": "client_line",
     "consume_timeout_minutes": "consume_timeout_minutes",
+    "group_retry_policy": "group_retry_policy",
+    "retry_max_times": "retry_max_times",
+    "consumer_kind": "consumer_kind",
+    "dead_letter_enabled": "dead_letter_enabled",
 }
 
 
@@ -52,6 +65,11 @@ class Group:
     consume_timeout_minutes: int = int(
         DEFAULTS.get("consume_timeout_minutes", CONSUME_TIMEOUT_MS // 60_000)
     )
+    # 5.x gRPC groups (spec §8, seed 002); a remoting group leaves them at their defaults
+    group_retry_policy: str = ""
+    retry_max_times: int = int(DEFAULTS.get("retry_max_times", 16))
+    consumer_kind: str = DEFAULTS.get("consumer_kind", "PUSH")
+    dead_letter_enabled: str = str(DEFAULTS.get("dead_letter_enabled", True)).lower()
     in_seed: bool = True
 
     @classmethod
@@ -77,6 +95,9 @@ class Group:
         """The group's row of consumer_groups.csv, in the order of ``columns``."""
         values: dict[str, object] = {"consumer_group": self.name}
         values.update((column, getattr(self, name)) for column, name in SEED_FIELDS.items())
+        if self.client_line not in GRPC_CLIENT_LINES:
+            for column in GRPC_ONLY_COLUMNS:
+                values.pop(column)
         return [values.get(column, "") for column in columns]
 
 

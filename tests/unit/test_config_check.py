@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import shutil
 from pathlib import Path
 
 import pytest
 
-from retrylake.config_check import check_configuration
+from retrylake.config_check import GROUP_COLUMNS, check_configuration, check_consumer_groups
 from retrylake.errors import ConfigError
 from retrylake.sim.sample import write_seeds
 from tests.conftest import PROJECT_DIR
@@ -112,3 +113,49 @@ def test_a_bad_consume_timeout_names_file_row_and_value(project: Path):
     _replace(seed, "remoting-4.9,15,", "remoting-4.9,0,")
     with pytest.raises(ConfigError, match="row 2, consume_timeout_minutes: '0' is below 1"):
         check_configuration(project)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("{not json", "is not JSON"),
+        ('{"type":"LINEAR"}', "type 'LINEAR' is not one of CUSTOMIZED, EXPONENTIAL"),
+        ('{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[]}}', "non-empty list"),
+        ('{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,"5s"]}}', "holds '5s'"),
+        (
+            '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"multiplier":0}}',
+            "exponentialRetryPolicy.multiplier is 0",
+        ),
+    ],
+)
+def test_a_bad_group_retry_policy_names_row_and_value(tmp_path: Path, policy: str, message: str):
+    seed = tmp_path / "consumer_groups.csv"
+    with seed.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(GROUP_COLUMNS)
+        writer.writerow(["grpc-orders", *[""] * 7, "grpc-5", "", policy, "3", "PUSH", "true"])
+    with pytest.raises(ConfigError) as raised:
+        check_consumer_groups(seed)
+    assert f"{seed}, row 2, group_retry_policy" in str(raised.value)
+    assert message in str(raised.value)
+
+
+def test_good_5x_rows_pass(tmp_path: Path):
+    seed = tmp_path / "consumer_groups.csv"
+    with seed.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(GROUP_COLUMNS)
+        exponential = (
+            '{"type":"EXPONENTIAL",'
+            '"exponentialRetryPolicy":{"initial":5000,"max":60000,"multiplier":2}}'
+        )
+        writer.writerow(["a", *[""] * 7, "grpc-5", "", exponential, "5", "PUSH", ""])
+        writer.writerow(["b", "", "ORDERLY", *[""] * 5, "cloud-5", "", "", "3", "PUSH", "false"])
+        writer.writerow(["c", *[""] * 7, "grpc-5", "", '{"type":"EXPONENTIAL"}', "", "SIMPLE", ""])
+    check_consumer_groups(seed)
+    with seed.open("a", newline="") as handle:
+        csv.writer(handle).writerow(["d", *[""] * 7, "cloud-5", "", "", "", "PULL", ""])
+    with pytest.raises(
+        ConfigError, match="row 5, consumer_kind: 'PULL' is not one of PUSH, SIMPLE"
+    ):
+        check_consumer_groups(seed)
