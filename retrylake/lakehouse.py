@@ -13,6 +13,10 @@ from typing import IO
 
 from retrylake.errors import LakehouseBusyError, LandingError
 
+# The landing zone's folders (macros/landing/register_landing_sources.sql): the trace topic,
+# dead-letter exports, and the 5.x gRPC consumers' spans, listener events and broker logs.
+LANDING_FEEDS = ("trace", "dlq", "otel", "consume_events", "broker_logs")
+
 
 @dataclass(frozen=True)
 class Lakehouse:
@@ -88,7 +92,7 @@ class Lakehouse:
     def prepare(self) -> None:
         folders = [self.root, self.warehouse]
         if self.landing_url is None:
-            folders += [self.landing / "trace", self.landing / "dlq"]
+            folders += [self.landing / feed for feed in LANDING_FEEDS]
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
 

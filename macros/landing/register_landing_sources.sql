@@ -1,6 +1,6 @@
 {#- The landing zone is a folder of files, not a table: (re)declare it as external tables at the
     start of every run, so the `landing` source always points at the configured folder. For
-    each feed (`trace/`, `dlq/`), `<feed>_files` reads each file into one row (`wholetext`) so
+    each feed (landing_feeds), `<feed>_files` reads each file into one row (`wholetext`) so
     staging can number its lines exactly, and skips a file it cannot read (a truncated gzip)
     instead of failing the build; `<feed>_file_list` lists every file without reading it, so
     such a file is still accounted for. -#}
@@ -9,17 +9,17 @@
         {%- set landing = landing_path() | replace("'", "\\'") -%}
         {%- set schema = target.schema ~ '_landing' -%}
         {%- set statements = ["create database if not exists " ~ schema] -%}
-        {%- for feed in landing_feeds() -%}
+        {%- for feed, pattern in landing_feeds().items() -%}
             {%- set folder = landing ~ "/" ~ feed -%}
             {%- do statements.extend([
                 "drop table if exists " ~ schema ~ "." ~ feed ~ "_files",
                 "create table " ~ schema ~ "." ~ feed ~ "_files using text options (path '"
                     ~ folder ~ "', wholetext 'true', recursiveFileLookup 'true',"
-                    ~ " pathGlobFilter '*.{jsonl,jsonl.gz}', ignoreCorruptFiles 'true')",
+                    ~ " pathGlobFilter '" ~ pattern ~ "', ignoreCorruptFiles 'true')",
                 "drop table if exists " ~ schema ~ "." ~ feed ~ "_file_list",
                 "create table " ~ schema ~ "." ~ feed ~ "_file_list using binaryFile options (path '"
                     ~ folder ~ "', recursiveFileLookup 'true',"
-                    ~ " pathGlobFilter '*.{jsonl,jsonl.gz}')",
+                    ~ " pathGlobFilter '" ~ pattern ~ "')",
             ]) -%}
         {%- endfor -%}
         {%- for statement in statements -%}
@@ -29,9 +29,17 @@
     select 1
 {% endmacro %}
 
-{#- The landing zone's feeds, one folder each: the trace topic and the dead-letter topics. -#}
+{#- The landing zone's feeds, one folder each, and the files each reads (design.md, "Inputs"):
+    the trace topic, the dead-letter topics, and the three records of 5.x gRPC consumers:
+    OpenTelemetry spans, listener events and broker logs. -#}
 {% macro landing_feeds() %}
-    {{ return(['trace', 'dlq']) }}
+    {{ return({
+        'trace': '*.{jsonl,jsonl.gz}',
+        'dlq': '*.{jsonl,jsonl.gz}',
+        'otel': '*.{json,jsonl,json.gz,jsonl.gz}',
+        'consume_events': '*.{jsonl,jsonl.gz}',
+        'broker_logs': '*.{log,log.gz}',
+    }) }}
 {% endmacro %}
 
 {#- The landing folder: `var('landing_path')` (set by `retrylake build` and by $RETRYLAKE_LANDING),
