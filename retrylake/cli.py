@@ -97,6 +97,14 @@ def _parser() -> argparse.ArgumentParser:
         default="mixed",
         help="gzip the trace files: none, all, or every other hour (default)",
     )
+    generate.add_argument(
+        "--grpc5-messages",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also publish N messages to simulated RocketMQ 5.x gRPC consumer groups, written "
+        "to otel/, consume_events/ and broker_logs/ (default 0: none)",
+    )
 
     query = commands.add_parser(
         "query", help="run SQL with DuckDB over the marts' parquet files (no Java needed)"
@@ -255,6 +263,7 @@ def _generate(args: argparse.Namespace) -> None:
         dlq_export=args.dlq_export,
         seeds=Path(args.seeds) if args.seeds else None,
         compression=args.compression,
+        grpc5_messages=args.grpc5_messages,
     )
 
 

@@ -86,6 +86,7 @@ def generate(
     dlq_export: bool,
     seeds: Path | None,
     compression: str,
+    grpc5_messages: int = 0,
 ) -> None:
     """`retrylake generate`: write simulated traffic and report its throughput."""
     import datetime as dt
@@ -112,6 +113,8 @@ def generate(
         )
     if messages < 0 or hours <= 0:
         raise UsageError("--messages must be 0 or more and --hours more than 0")
+    if grpc5_messages < 0:
+        raise UsageError("--grpc5-messages must be 0 or more")
     config = GeneratorConfig(
         out=out.resolve(),
         messages=messages,
@@ -121,6 +124,7 @@ def generate(
         client_versions=versions,
         dlq_export=dlq_export,
         compression=compression,
+        grpc5_messages=grpc5_messages,
     )
     began = time.perf_counter()
     stats = run_generator(config, seeds_dir=seeds, progress=sys.stderr.isatty())
@@ -130,6 +134,14 @@ def generate(
         f"({stats.lines:,} lines) for {stats.messages:,} messages and {stats.lifecycles:,} "
         f"lifecycles to {config.out} in {seconds:.1f} s ({stats.records / seconds:,.0f} records/s)"
     )
+    if stats.grpc5 is not None:
+        grpc5 = stats.grpc5
+        print(
+            f"5.x gRPC groups: {grpc5['messages']:,} messages, {grpc5['lifecycles']:,} "
+            f"lifecycles, {grpc5['process_spans']:,} process spans in {grpc5['span_lines']:,} "
+            f"otel lines, {grpc5['consume_events']:,} consume events, "
+            f"{grpc5['broker_dlq_lines']:,} broker DLQ lines"
+        )
 
 
 def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> None:

@@ -93,6 +93,7 @@ from typing import IO, Protocol
 
 from retrylake.config_check import GROUP_COLUMNS
 from retrylake.project import retry_overdue_grace_ms
+from retrylake.sim import grpc5
 from retrylake.sim import trace_format as tf
 from retrylake.sim.rules import (
     DEFAULT_BROKER_VERSION,
@@ -319,6 +320,8 @@ class GeneratorConfig:
     # the dlq/ export was taken at start + this fraction of the run: later copies are not in it
     dlq_export_end_fraction: float = 0.9
     dlq_unexported_groups: tuple[str, ...] = ("fraud-check",)  # %DLQ% topics never exported
+    # messages to the 5.x gRPC groups (`grpc5`), simulated after the 4.x run; 0: none
+    grpc5_messages: int = 0
 
 
 @dataclass
@@ -466,6 +469,7 @@ class Stats:
     duplicate_deliveries: int = 0  # messages of those delivered again with the same count
     # the true cause of every delivery after a lifecycle's first
     redelivery_causes: dict[str, int] = field(default_factory=dict)
+    grpc5: dict[str, object] | None = None  # the 5.x groups' counters (`grpc5`), when simulated
 
 
 class Traffic(Protocol):
@@ -2113,9 +2117,23 @@ def generate(
         broker_versions=broker_versions,
     )
     stats = engine.run(progress=progress)
-    (config.out / "generation.json").write_text(
-        json.dumps({"config": _config_json(config), "stats": stats.__dict__}, indent=2) + "\n"
-    )
+    written: dict[str, object] = {"config": _config_json(config), "stats": stats.__dict__}
+    if config.grpc5_messages > 0:
+        # after the 4.x run: nothing lands after its trace watermark
+        result = grpc5.generate_grpc5(
+            config.out,
+            messages=config.grpc5_messages,
+            seed=config.seed,
+            start_ms=config.start_ms,
+            end_ms=config.start_ms + run_ms,
+            watermark_ms=stats.watermark_ms or config.start_ms + run_ms,
+            compression=config.compression,
+        )
+        stats.grpc5 = result.stats
+        written["true_schedules"] = result.true_schedules
+    else:  # a run without 5.x traffic writes what it wrote before they existed
+        written["stats"] = {k: v for k, v in stats.__dict__.items() if k != "grpc5"}
+    (config.out / "generation.json").write_text(json.dumps(written, indent=2) + "\n")
     return stats
 
 
@@ -2124,6 +2142,8 @@ def _config_json(config: GeneratorConfig) -> dict[str, object]:
     values["out"] = "."
     values["client_versions"] = list(config.client_versions)
     values["dlq_unexported_groups"] = list(config.dlq_unexported_groups)
+    if not config.grpc5_messages:
+        del values["grpc5_messages"]
     return values
 
 
