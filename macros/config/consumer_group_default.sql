@@ -9,10 +9,24 @@
         'retry_queue_nums': 'int',
         'delay_level_when_next_consume': 'int',
         'consume_timeout_minutes': 'int',
+        'retry_max_times': 'int',
     } -%}
     {%- if column in numeric_types -%}
         cast({{ value | int }} as {{ numeric_types[column] }})
+    {%- elif column == 'dead_letter_enabled' -%}
+        {{ 'true' if value else 'false' }}
     {%- else -%}
         '{{ value }}'
     {%- endif -%}
+{%- endmacro %}
+
+{#- The group retry policy a 5.x group without one gets (spec §8.1), from dbt_project.yml:
+    CustomizedRetryPolicy's `next` list as an SQL array of ms, and ExponentialRetryPolicy's
+    defaults by field (initial, max, multiplier). -#}
+{% macro customized_retry_policy_default() -%}
+    array({{ var('customized_retry_policy_default_millis') | join(', ') }})
+{%- endmacro %}
+
+{% macro exponential_retry_policy_default(field) -%}
+    cast({{ var('exponential_retry_policy_default')[field] | int }} as bigint)
 {%- endmacro %}

@@ -62,14 +62,16 @@
 
 {#- The trace records (a typed staging view, `relation`) of lifecycles in the scope, matched on
     `keys`. A lifecycle's records are stored in or after its first delivery's hour, less the
-    clock skew; `lookback_hours` widens that for records written earlier (a Pub). -#}
-{% macro records_in_refresh_scope(relation, scope, partitions, keys, lookback_hours) -%}
+    clock skew; `lookback_hours` widens that for records written earlier (a Pub). `stored_at`
+    names the record's time column (a 5.x delivery's start, for spans and events). -#}
+{% macro records_in_refresh_scope(relation, scope, partitions, keys, lookback_hours,
+                                   stored_at='trace_stored_at') -%}
     select in_scope.*
     from {{ relation }} as in_scope
     {%- if execute and not refresh_scope_is_everything() %}
         left semi join {{ scope }} as scope
             on {% for key in keys %}in_scope.{{ key }} = scope.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-        {{ scope_lookback_where('in_scope.trace_stored_at', partitions, lookback_hours) }}
+        {{ scope_lookback_where('in_scope.' ~ stored_at, partitions, lookback_hours) }}
     {%- endif %}
 {%- endmacro %}
 

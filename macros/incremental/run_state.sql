@@ -1,4 +1,4 @@
-{#- Run state: the highest staging load id of each landing feed (trace records, dlq/ copies) that
+{#- Run state: the highest staging load id of each landing feed (run_state_feeds) that
     a complete run of the fact marts has processed. Fact marts recompute the lifecycles touched
     by rows loaded after it. It only advances when
     every fact mart was built successfully in the same run, so a partial `--select` or a failed
@@ -22,27 +22,39 @@
     {{ return(names | sort) }}
 {%- endmacro %}
 
+{#- The staging table each landing feed's load ids come from, and its run-state column. -#}
+{% macro run_state_feeds() %}
+    {{ return({
+        'trace': ('processed_load_id', 'stg_trace__records'),
+        'dlq': ('processed_dlq_load_id', 'stg_landing__dlq_lines'),
+        'otel': ('processed_otel_load_id', 'stg_otel__process_spans'),
+        'consume_events': ('processed_consume_events_load_id', 'stg_landing__consume_event_lines'),
+        'broker_logs': ('processed_broker_logs_load_id', 'stg_landing__broker_log_lines'),
+    }) }}
+{% endmacro %}
+
 {% macro create_run_state() %}
     {%- if execute -%}
+        {%- set feeds = run_state_feeds() -%}
         {%- do run_query("create database if not exists " ~ target.schema ~ "_meta") -%}
-        {%- do run_query("create table if not exists " ~ run_state_relation()
-            ~ " (processed_load_id bigint, processed_dlq_load_id bigint) using parquet") -%}
-        {#- A lakehouse built before dlq/ copies were read has the trace's column only. -#}
+        {%- do run_query("create table if not exists " ~ run_state_relation() ~ " ("
+            ~ feeds.values() | map(attribute=0) | join(" bigint, ") ~ " bigint) using parquet") -%}
+        {#- A lakehouse built by an earlier release lacks the newer feeds' columns. -#}
         {%- set columns = run_query("describe " ~ run_state_relation()).columns[0].values() -%}
-        {%- if 'processed_dlq_load_id' not in columns -%}
+        {%- for column, _ in feeds.values() if column not in columns -%}
             {%- do run_query("alter table " ~ run_state_relation()
-                ~ " add columns (processed_dlq_load_id bigint)") -%}
-        {%- endif -%}
+                ~ " add columns (" ~ column ~ " bigint)") -%}
+        {%- endfor -%}
     {%- endif -%}
     select 1
 {% endmacro %}
 
-{#- `feed` is 'trace' (stg_trace__records) or 'dlq' (stg_landing__dlq_lines). -#}
+{#- The highest load id of `feed` (a key of run_state_feeds) that a complete run processed. -#}
 {% macro processed_load_id(feed='trace') %}
     {%- if not execute or in_unit_test() -%}
         {{ return(0) }}
     {%- endif -%}
-    {%- set column = 'processed_dlq_load_id' if feed == 'dlq' else 'processed_load_id' -%}
+    {%- set column = run_state_feeds()[feed][0] -%}
     {%- set result = run_query("select coalesce(max(" ~ column ~ "), 0) from "
         ~ run_state_relation()) -%}
     {{ return(result.columns[0].values()[0] | int) }}
@@ -61,10 +73,15 @@
             {%- do complete.append(name) -%}
         {%- endfor -%}
         {%- if complete | length == fact_mart_names() | length -%}
-            {%- do run_query("insert overwrite table " ~ run_state_relation()
-                ~ " select (select coalesce(max(load_id), 0) from " ~ target.schema
-                ~ "_staging.stg_trace__records), (select coalesce(max(load_id), 0) from "
-                ~ target.schema ~ "_staging.stg_landing__dlq_lines)") -%}
+            {%- set feeds = run_state_feeds() -%}
+            {%- set latest = [] -%}
+            {%- for column, staging in feeds.values() -%}
+                {%- do latest.append("(select coalesce(max(load_id), 0) from " ~ target.schema
+                    ~ "_staging." ~ staging ~ ")") -%}
+            {%- endfor -%}
+            {%- do run_query("insert overwrite table " ~ run_state_relation() ~ " ("
+                ~ feeds.values() | map(attribute=0) | join(", ") ~ ") select "
+                ~ latest | join(", ")) -%}
         {%- endif -%}
     {%- endif -%}
     select 1

@@ -44,7 +44,7 @@
         cast({{ value }}.doubleValue as string),
         array_join(
             transform(
-                {{ value }}.arrayValue.`values`,
+                {{ value }}.arrayValue['values'],
                 element -> coalesce(
                     element.stringValue,
                     element.intValue,

@@ -183,11 +183,13 @@
     - LOCAL_RECONSUME: about 5 s after a failure whose send-back and fallback both failed (§3.3);
     - CLIENT_FALLBACK: level 3 + r where the rules wait another level or send to the DLQ: the
       send-back RPC failed and the client re-sent it itself, ignoring the level (§3.4);
-    - LISTENER_LEVEL: another level's delay: the listener set delayLevelWhenNextConsume. -#}
+    - LISTENER_LEVEL: another level's delay: the listener set delayLevelWhenNextConsume.
+    The timeout, partial-ack, local re-consume, fallback and level paths are the remoting
+    client's (`remoting_client`); a gRPC consumer's redelivery is SCHEDULED or unexplained. -#}
 {% macro redelivery_cause(previous_outcome, previous_dead_lettered, previous_reconsume_times,
                           reconsume_times, gap_ms, start_gap_ms, previous_took_ms,
                           consume_timeout_ms, expected_delay_ms, fallback_delay_ms,
-                          nearest_level_delay_ms, consume_mode) -%}
+                          nearest_level_delay_ms, consume_mode, remoting_client='true') -%}
     case
         when
             {{ previous_dead_lettered }}
@@ -196,21 +198,25 @@
         when {{ reconsume_times }} <= {{ previous_reconsume_times }} then 'DUPLICATE_DELIVERY'
         when {{ reconsume_times }} > {{ previous_reconsume_times }} + 1 then 'UNEXPLAINED'
         when
-            {{ consume_mode }} <> 'ORDERLY'
+            {{ remoting_client }} and {{ consume_mode }} <> 'ORDERLY'
             and coalesce({{ previous_took_ms }} >= {{ consume_timeout_ms }}, true)
             and {{ start_gap_ms }} >= {{ consume_timeout_ms }}
             and {{ start_gap_ms }} <= 2 * {{ consume_timeout_ms }} + 10000 + 2000
             then 'CONSUME_TIMEOUT'
-        when {{ previous_outcome }} = 'SUCCESS' and {{ redelivery_fits(gap_ms, fallback_delay_ms) }}
+        when
+            {{ remoting_client }} and {{ previous_outcome }} = 'SUCCESS'
+            and {{ redelivery_fits(gap_ms, fallback_delay_ms) }}
             then 'PARTIAL_BATCH_ACK'
         when {{ previous_outcome }} <> 'FAILED' then 'UNEXPLAINED'
         when {{ redelivery_fits(gap_ms, expected_delay_ms) }} then 'SCHEDULED'
-        when {{ consume_mode }} <> 'ORDERLY' and {{ redelivery_fits(gap_ms, 5000) }}
+        when {{ remoting_client }} and {{ consume_mode }} <> 'ORDERLY' and {{ redelivery_fits(gap_ms, 5000) }}
             then 'LOCAL_RECONSUME'
-        when {{ consume_mode }} <> 'ORDERLY' and {{ redelivery_fits(gap_ms, fallback_delay_ms) }}
+        when
+            {{ remoting_client }} and {{ consume_mode }} <> 'ORDERLY'
+            and {{ redelivery_fits(gap_ms, fallback_delay_ms) }}
             then 'CLIENT_FALLBACK'
         when
-            {{ consume_mode }} <> 'ORDERLY'
+            {{ remoting_client }} and {{ consume_mode }} <> 'ORDERLY'
             and {{ redelivery_fits(gap_ms, nearest_level_delay_ms) }}
             then 'LISTENER_LEVEL'
         when {{ gap_ms }} > {{ expected_delay_ms }} then 'SCHEDULED'

@@ -1,4 +1,5 @@
--- Every landing line (trace/ and dlq/) or trace record that could not be used, with the reason.
+-- Every landing line (of every feed) or record (a trace record, an OpenTelemetry span) that could
+-- not be used, with the reason.
 -- Together with the parsed lines it accounts for every line that landed. Rebuilt on every run:
 -- records that wait for a partner (a SubAfter whose SubBefore has not landed yet) leave it as
 -- soon as the partner arrives. A table, so that readers of the parquet files (retrylake query)
@@ -39,6 +40,59 @@ rejected_dlq_lines as (
         line_error as reason
     from dlq_lines
     where line_error is not null
+),
+
+-- The 5.x inputs' lines, and process spans that lack what a delivery needs.
+grpc_lines as (
+    select
+        'otel' as source,
+        source_file,
+        line_number,
+        raw_text,
+        line_error
+    from {{ ref('stg_landing__otel_lines') }}
+    union all
+    select
+        'consume_events' as source,
+        source_file,
+        line_number,
+        raw_text,
+        line_error
+    from {{ ref('stg_landing__consume_event_lines') }}
+    union all
+    select
+        'broker_logs' as source,
+        source_file,
+        line_number,
+        raw_text,
+        line_error
+    from {{ ref('stg_landing__broker_log_lines') }}
+),
+
+rejected_grpc_lines as (
+    select
+        source,
+        source_file as file,
+        line_number as line,
+        cast(null as int) as record_index,
+        raw_text,
+        line_error as reason
+    from grpc_lines
+    where line_error is not null
+),
+
+rejected_spans as (
+    select
+        'otel' as source,
+        source_file as file,
+        line_number as line,
+        -- a span is a record of its line, but has no index: the quarantine names its ids
+        -1 as record_index,
+        cast(null as string) as raw_text,
+        span_error || ' (trace ' || coalesce(trace_id, 'null') || ', span '
+        || coalesce(span_id, 'null') || ')' as reason
+    from {{ ref('stg_otel__process_spans') }}
+    where span_error is not null
 ),
 
 rejected_records as (
@@ -103,6 +157,10 @@ final as (
     select * from rejected_lines
     union all
     select * from rejected_dlq_lines
+    union all
+    select * from rejected_grpc_lines
+    union all
+    select * from rejected_spans
     union all
     select * from rejected_records
     union all

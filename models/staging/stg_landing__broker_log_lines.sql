@@ -60,19 +60,19 @@ final as (
         line_number,
         line_kind,
         case when line_kind = 'DLQ' and line_error is null then
-            regexp_extract(line_text, '{{ dlq_line }}', 1)
+                regexp_extract(line_text, '{{ dlq_line }}', 1)
         end as dlq_topic,
         case when line_kind = 'DLQ' and line_error is null then
-            regexp_extract(line_text, '{{ dlq_line }}', 3)
+                regexp_extract(line_text, '{{ dlq_line }}', 3)
         end as original_topic,
         case when line_kind = 'DLQ' and line_error is null then
-            regexp_extract(line_text, '{{ dlq_line }}', 4)
+                regexp_extract(line_text, '{{ dlq_line }}', 4)
         end as consumer_group,
         case when line_kind = 'DLQ' and line_error is null then
-            regexp_extract(line_text, '{{ dlq_line }}', 5)
+                regexp_extract(line_text, '{{ dlq_line }}', 5)
         end as msg_id,
         case when line_kind = 'DLQ' and line_error is null then
-            timestamp_millis(cast(regexp_extract(line_text, '{{ dlq_line }}', 6) as bigint))
+                timestamp_millis(cast(regexp_extract(line_text, '{{ dlq_line }}', 6) as bigint))
         end as stored_at,
         line_error,
         case when line_error is not null then line_text end as raw_text

@@ -38,11 +38,14 @@ parsed as (
 
 checked as (
     select
-        *,
+        parsed.source_file,
+        parsed.line_number,
+        parsed.line_text,
+        parsed.event,
         case
-            when {{ unreadable_line_error('line_text') }} is not null
-                then {{ unreadable_line_error('line_text') }}
-            when event is null or event.`_corrupt_record` is not null then 'not a valid JSON object'
+            when {{ unreadable_line_error('parsed.line_text') }} is not null
+                then {{ unreadable_line_error('parsed.line_text') }}
+            when parsed.event is null or event.`_corrupt_record` is not null then 'not a valid JSON object'
             when coalesce(event.consumer_group, '') = '' then 'missing consumer_group'
             when coalesce(event.msg_id, '') = '' then 'missing msg_id'
             when not coalesce(event.ts_start rlike '^[0-9]{1,15}$', false)
@@ -70,35 +73,35 @@ checked as (
 final as (
     select
         cast({{ load_id }} as bigint) as load_id,
-        source_file,
-        line_number,
-        case when line_error is null then event.consumer_group end as consumer_group,
-        case when line_error is null then event.topic end as topic,
-        case when line_error is null then event.msg_id end as msg_id,
-        case when line_error is null then cast(event.delivery_attempt as int) end
+        checked.source_file,
+        checked.line_number,
+        case when checked.line_error is null then event.consumer_group end as consumer_group,
+        case when checked.line_error is null then event.topic end as topic,
+        case when checked.line_error is null then event.msg_id end as msg_id,
+        case when checked.line_error is null then cast(event.delivery_attempt as int) end
             as delivery_attempt,
-        case when line_error is null then timestamp_millis(cast(event.ts_start as bigint)) end
+        case when checked.line_error is null then timestamp_millis(cast(event.ts_start as bigint)) end
             as consume_started_at,
-        case when line_error is null then timestamp_millis(cast(event.ts_end as bigint)) end
+        case when checked.line_error is null then timestamp_millis(cast(event.ts_end as bigint)) end
             as consume_ended_at,
         case
-            when line_error is not null then null
+            when checked.line_error is not null then null
             when event.result = 'FAILURE' then 'FAILED'
             else event.result
         end as return_type,
-        case when line_error is null then event.error_class end as error_class,
-        case when line_error is null then event.client_id end as consumer_instance,
-        case when line_error is null then event.message_group end as message_group,
-        case when line_error is null then event.consumer_kind end as consumer_kind,
-        case when line_error is null then cast(event.invisible_duration_ms as bigint) end
+        case when checked.line_error is null then event.error_class end as error_class,
+        case when checked.line_error is null then event.client_id end as consumer_instance,
+        case when checked.line_error is null then event.message_group end as message_group,
+        case when checked.line_error is null then event.consumer_kind end as consumer_kind,
+        case when checked.line_error is null then cast(event.invisible_duration_ms as bigint) end
             as invisible_duration_ms,
-        case when line_error is null then timestamp_millis(cast(event.received_at as bigint)) end
+        case when checked.line_error is null then timestamp_millis(cast(event.received_at as bigint)) end
             as received_at,
         case
-            when line_error is null then timestamp_millis(cast(event.invisible_changed_at as bigint))
+            when checked.line_error is null then timestamp_millis(cast(event.invisible_changed_at as bigint))
         end as invisible_changed_at,
-        line_error,
-        case when line_error is not null then line_text end as raw_text
+        checked.line_error,
+        case when checked.line_error is not null then checked.line_text end as raw_text
     from checked
 )
 

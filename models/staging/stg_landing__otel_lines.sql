@@ -36,15 +36,15 @@ parsed as (
 -- A bare ResourceSpans line is one resource's spans.
 unwrapped as (
     select
-        source_file,
-        line_number,
-        line_text,
-        otlp,
+        parsed.source_file,
+        parsed.line_number,
+        parsed.line_text,
+        parsed.otlp,
         coalesce(
-            otlp.resourceSpans,
+            otlp.resourcespans,
             if(
-                otlp.scopeSpans is not null,
-                array(named_struct('resource', otlp.resource, 'scopeSpans', otlp.scopeSpans)),
+                otlp.scopespans is not null,
+                array(named_struct('resource', otlp.resource, 'scopeSpans', otlp.scopespans)),
                 null
             )
         ) as resource_spans
@@ -53,12 +53,15 @@ unwrapped as (
 
 checked as (
     select
-        *,
+        unwrapped.source_file,
+        unwrapped.line_number,
+        unwrapped.line_text,
+        unwrapped.resource_spans,
         case
-            when {{ unreadable_line_error('line_text') }} is not null
-                then {{ unreadable_line_error('line_text') }}
-            when otlp is null or otlp.`_corrupt_record` is not null then 'not a valid JSON object'
-            when resource_spans is null
+            when {{ unreadable_line_error('unwrapped.line_text') }} is not null
+                then {{ unreadable_line_error('unwrapped.line_text') }}
+            when unwrapped.otlp is null or otlp.`_corrupt_record` is not null then 'not a valid JSON object'
+            when unwrapped.resource_spans is null
                 then 'not OTLP/JSON traces: neither resourceSpans nor a bare ResourceSpans'
         end as line_error
     from unwrapped
@@ -77,10 +80,10 @@ final as (
                         resource_spans,
                         0,
                         (total, resource) -> total + if(
-                            resource.scopeSpans is null,
+                            resource.scopespans is null,
                             0,
                             aggregate(
-                                resource.scopeSpans,
+                                resource.scopespans,
                                 0,
                                 (scope_total, scope)
                                 -> scope_total + if(scope.spans is null, 0, size(scope.spans))

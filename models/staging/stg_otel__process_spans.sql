@@ -1,3 +1,6 @@
+-- noqa: disable=RF01,RF04
+{#- (The noqa above: sqlfluff reads the exploded span's struct fields, such as span.kind, as
+    table references, and OTLP's field names as keywords.) -#}
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
@@ -27,7 +30,7 @@ resources as (
         new_lines.source_file,
         new_lines.line_number,
         resource_batch.resource.attributes as resource_attributes,
-        resource_batch.scopeSpans as scope_spans
+        resource_batch.scopespans as scope_spans
     from new_lines
         lateral view explode(new_lines.resource_spans) exploded_resources as resource_batch
 ),
@@ -51,28 +54,28 @@ spans as (
         scopes.line_number,
         scopes.resource_attributes,
         scopes.scope_name,
-        span
+        exploded_spans.span
     from scopes
         lateral view explode(scopes.scope_span_list) exploded_spans as span
 ),
 
 named as (
     select
-        load_id,
-        source_file,
-        line_number,
-        scope_name,
-        lower(span.traceId) as trace_id,
-        lower(span.spanId) as span_id,
-        lower(span.parentSpanId) as parent_span_id,
-        span.name as span_name,
-        span.kind in ('5', 'SPAN_KIND_CONSUMER') as is_consumer_kind,
-        span.startTimeUnixNano as start_nanos,
-        span.endTimeUnixNano as end_nanos,
-        span.status.code in ('2', 'STATUS_CODE_ERROR') as is_error,
-        exists(span.events, span_event -> span_event.name = 'exception') as has_exception,
+        spans.load_id,
+        spans.source_file,
+        spans.line_number,
+        spans.scope_name,
+        lower(spans.span.traceid) as trace_id,
+        lower(spans.span.spanid) as span_id,
+        lower(spans.span.parentspanid) as parent_span_id,
+        spans.span.name as span_name,
+        spans.span.kind in ('5', 'SPAN_KIND_CONSUMER') as is_consumer_kind,
+        spans.span.starttimeunixnano as start_nanos,
+        spans.span.endtimeunixnano as end_nanos,
+        coalesce(spans.span.status.code in ('2', 'STATUS_CODE_ERROR'), false) as is_error,
+        exists(spans.span.events, span_event -> span_event.name = 'exception') as has_exception,
         {{ otlp_attribute(
-            "element_at(filter(span.events, span_event -> span_event.name = 'exception'), 1).attributes",
+            "element_at(filter(spans.span.events, span_event -> span_event.name = 'exception'), 1).attributes",
             ['exception.type']
         ) }} as exception_type,
         {{ otlp_attribute('span.attributes', ['messaging.system']) }} as messaging_system,

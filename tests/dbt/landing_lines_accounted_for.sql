@@ -1,4 +1,5 @@
--- Every line of every landing file, in each feed (trace/, dlq/), is either parsed or
+-- Every line of every landing file, in each feed (trace/, dlq/, otel/, consume_events/,
+-- broker_logs/), is either parsed (or skipped, a broker log's other lines) or
 -- quarantined, exactly once: the lines counted in the files themselves equal the lines staged,
 -- file by file.
 with
@@ -15,6 +16,27 @@ landing_files as (
         dlq_files._metadata.file_path as source_file,  -- noqa: RF01
         split(dlq_files.value, '\n') as lines
     from {{ source('landing', 'dlq_files') }} as dlq_files
+
+    union all
+
+    select
+        otel_files._metadata.file_path as source_file,  -- noqa: RF01
+        split(otel_files.value, '\n') as lines
+    from {{ source('landing', 'otel_files') }} as otel_files
+
+    union all
+
+    select
+        consume_events_files._metadata.file_path as source_file,  -- noqa: RF01
+        split(consume_events_files.value, '\n') as lines
+    from {{ source('landing', 'consume_events_files') }} as consume_events_files
+
+    union all
+
+    select
+        broker_logs_files._metadata.file_path as source_file,  -- noqa: RF01
+        split(broker_logs_files.value, '\n') as lines
+    from {{ source('landing', 'broker_logs_files') }} as broker_logs_files
 ),
 
 lines_in_files as (
@@ -39,6 +61,30 @@ staged_lines as (
         line_number,
         line_error
     from {{ ref('stg_landing__dlq_lines') }}
+
+    union all
+
+    select
+        source_file,
+        line_number,
+        line_error
+    from {{ ref('stg_landing__otel_lines') }}
+
+    union all
+
+    select
+        source_file,
+        line_number,
+        line_error
+    from {{ ref('stg_landing__consume_event_lines') }}
+
+    union all
+
+    select
+        source_file,
+        line_number,
+        line_error
+    from {{ ref('stg_landing__broker_log_lines') }}
 ),
 
 staged as (

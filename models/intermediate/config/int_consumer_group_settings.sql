@@ -20,14 +20,44 @@ default_cluster as (
 ),
 
 traced_groups as (
-    select distinct consumer_group from {{ ref('stg_trace__consumer_groups') }}
+    select distinct
+        consumer_group,
+        {{ consumer_group_default('client_line') }} as client_line
+    from {{ ref('stg_trace__consumer_groups') }}
+),
+
+-- A group seen only in the 5.x inputs is a gRPC consumer: the open-source line by default.
+grpc_groups as (
+    select distinct
+        consumer_group,
+        'grpc-5' as client_line
+    from {{ ref('stg_otel__process_spans') }}
+    where span_error is null
+
+    union
+
+    select distinct
+        consumer_group,
+        'grpc-5' as client_line
+    from {{ ref('stg_landing__consume_event_lines') }}
+    where line_error is null
+),
+
+seen_groups as (
+    select * from traced_groups
+    union all
+    select grpc_groups.* from grpc_groups
+    left anti join traced_groups
+        on grpc_groups.consumer_group = traced_groups.consumer_group
 ),
 
 unconfigured as (
-    select traced_groups.consumer_group
-    from traced_groups
+    select
+        seen_groups.consumer_group,
+        seen_groups.client_line
+    from seen_groups
     left anti join configured
-        on traced_groups.consumer_group = configured.consumer_group
+        on seen_groups.consumer_group = configured.consumer_group
 ),
 
 all_groups as (
@@ -49,11 +79,41 @@ all_groups as (
         {{ consumer_group_default('delay_level_when_next_consume') }}
             as delay_level_when_next_consume,
         {{ consumer_group_default('broker_cluster') }} as broker_cluster,
-        {{ consumer_group_default('client_line') }} as client_line,
+        client_line,
         {{ consumer_group_default('consume_timeout_minutes') }} as consume_timeout_minutes,
         cast(null as string) as group_retry_policy,
+        cast({{ consumer_group_default('retry_max_times') }} as string) as retry_max_times,
+        {{ consumer_group_default('consumer_kind') }} as consumer_kind,
+        cast({{ consumer_group_default('dead_letter_enabled') }} as string) as dead_letter_enabled,
         'default' as settings_source
     from unconfigured
+),
+
+-- The group retry policy (spec §8.1) in its parts: a missing or empty policy is the default
+-- CUSTOMIZED list; a policy object left out takes its type's defaults.
+with_policies as (
+    select
+        *,
+        coalesce(get_json_object(group_retry_policy, '$.type'), 'CUSTOMIZED') as retry_policy_type,
+        coalesce(
+            from_json(
+                get_json_object(group_retry_policy, '$.customizedRetryPolicy.next'), 'array<bigint>'
+            ),
+            {{ customized_retry_policy_default() }}
+        ) as retry_policy_delays_ms,
+        coalesce(
+            cast(get_json_object(group_retry_policy, '$.exponentialRetryPolicy.initial') as bigint),
+            {{ exponential_retry_policy_default('initial') }}
+        ) as retry_policy_initial_ms,
+        coalesce(
+            cast(get_json_object(group_retry_policy, '$.exponentialRetryPolicy.max') as bigint),
+            {{ exponential_retry_policy_default('max') }}
+        ) as retry_policy_max_ms,
+        coalesce(
+            cast(get_json_object(group_retry_policy, '$.exponentialRetryPolicy.multiplier') as bigint),
+            {{ exponential_retry_policy_default('multiplier') }}
+        ) as retry_policy_multiplier
+    from all_groups
 ),
 
 final as (
@@ -82,9 +142,21 @@ final as (
         -- The expiry cleaner sends back a message held longer than this (spec §3.6).
         all_groups.consume_timeout_minutes,
         all_groups.group_retry_policy,
+        all_groups.retry_policy_type,
+        all_groups.retry_policy_delays_ms,
+        all_groups.retry_policy_initial_ms,
+        all_groups.retry_policy_max_ms,
+        all_groups.retry_policy_multiplier,
+        -- 5.x: max attempts = retryMaxTimes + 1 (spec §8.2)
+        cast(all_groups.retry_max_times as int) as retry_max_times,
+        cast(all_groups.retry_max_times as int) + 1 as max_delivery_attempts,
+        all_groups.consumer_kind,
+        cast(all_groups.dead_letter_enabled as boolean) as dead_letter_enabled,
+        -- a cloud-5 FIFO group retries at this fixed interval (seed 002), unclamped
+        all_groups.suspend_current_queue_time_millis as fifo_retry_interval_ms,
         all_groups.settings_source,
         all_groups.settings_source = 'default' as is_default_settings
-    from all_groups
+    from with_policies as all_groups
     left join delay_clusters
         on all_groups.broker_cluster = delay_clusters.broker_cluster
     cross join default_cluster

@@ -1,5 +1,6 @@
--- Deliveries of the lifecycles in this run's scope: SubBefore joined to SubAfter on request id
--- and message id (§5.2), one row per delivery, duplicates removed.
+-- Deliveries of the lifecycles in this run's scope, one row per delivery, duplicates removed:
+-- from the trace, SubBefore joined to SubAfter on request id and message id (§5.2); from the
+-- 5.x gRPC inputs, as int_run__grpc_attempts reads them.
 with
 
 consumer_groups as (
@@ -138,12 +139,60 @@ acked as (
         on labelled.consumer_group = consumer_groups.consumer_group
 ),
 
+trace_deliveries as (
+    select
+        acked.consumer_group,
+        acked.msg_id,
+        acked.request_id,
+        acked.reconsume_times,
+        acked.keys,
+        cast(null as string) as topic,
+        acked.client_host,
+        acked.client_host as consumer_instance,
+        acked.return_type,
+        acked.is_success,
+        acked.cost_ms,
+        acked.consume_started_at,
+        case when acked.has_result then acked.result_ended_at end as consume_ended_at,
+        cast(null as timestamp) as visible_again_at,
+        'TRACE' as attempt_source,
+        true as attempt_number_observed
+    from acked
+),
+
+grpc_deliveries as (
+    select
+        consumer_group,
+        msg_id,
+        request_id,
+        reconsume_times,
+        `keys`,
+        topic,
+        cast(null as string) as client_host,
+        consumer_instance,
+        return_type,
+        is_success,
+        cost_ms,
+        consume_started_at,
+        consume_ended_at,
+        visible_again_at,
+        attempt_source,
+        attempt_number_observed
+    from {{ ref('int_run__grpc_attempts') }}
+),
+
+deliveries as (
+    select * from trace_deliveries
+    union all
+    select * from grpc_deliveries
+),
+
 sequenced as (
     select
         *,
         row_number() over delivery_order as delivery_number,
         min(consume_started_at) over lifecycle as first_consume_at
-    from acked
+    from deliveries
     window
         lifecycle as (partition by consumer_group, msg_id),
         delivery_order as (
@@ -154,21 +203,30 @@ sequenced as (
 
 final as (
     select
-        consumer_group,
-        msg_id,
-        request_id,
-        delivery_number,
-        reconsume_times,
-        keys,
-        client_host,
-        return_type,
-        is_success,
-        cost_ms,
-        consume_started_at,
-        case when has_result then result_ended_at end as consume_ended_at,
-        to_date(first_consume_at) as lifecycle_date,
-        hour(first_consume_at) as lifecycle_hour
+        sequenced.consumer_group,
+        sequenced.msg_id,
+        sequenced.request_id,
+        sequenced.delivery_number,
+        sequenced.reconsume_times,
+        sequenced.keys,
+        sequenced.topic,
+        sequenced.client_host,
+        sequenced.return_type,
+        sequenced.is_success,
+        sequenced.cost_ms,
+        sequenced.consume_started_at,
+        sequenced.consume_ended_at,
+        sequenced.visible_again_at,
+        coalesce(consumer_groups.client_line, {{ consumer_group_default('client_line') }})
+            as client_line,
+        sequenced.attempt_source,
+        sequenced.attempt_number_observed,
+        sequenced.consumer_instance,
+        to_date(sequenced.first_consume_at) as lifecycle_date,
+        hour(sequenced.first_consume_at) as lifecycle_hour
     from sequenced
+    left join consumer_groups
+        on sequenced.consumer_group = consumer_groups.consumer_group
 )
 
 select * from final

@@ -1,7 +1,9 @@
 {#- The (group, message) lifecycles that something in this run changes, with the
     (lifecycle_date, lifecycle_hour) partitions they were and will be in:
     - lifecycles with records loaded since the last complete run, or whose Pub arrived;
-    - lifecycles whose dead-letter copy arrived in a dlq/ export since then;
+    - lifecycles with 5.x deliveries (spans, listener events) loaded since then;
+    - lifecycles whose dead-letter copy arrived in a dlq/ export, or whose broker DLQ log line
+      landed, since then;
     - lifecycles waiting for a retry, which turn RETRY_OVERDUE as the watermark moves.
     Each lookup into the history is bounded by how far back the new records can reach (see
     macros/incremental/lookback.sql). Empty on a first or full-refresh build, which recomputes
@@ -11,6 +13,9 @@
 {%- set incremental_run = previous_lifecycles is not none %}
 {%- set processed = processed_load_id() if incremental_run else 0 %}
 {%- set processed_dlq = processed_load_id('dlq') if incremental_run else 0 %}
+{%- set processed_otel = processed_load_id('otel') if incremental_run else 0 %}
+{%- set processed_events = processed_load_id('consume_events') if incremental_run else 0 %}
+{%- set processed_broker_logs = processed_load_id('broker_logs') if incremental_run else 0 %}
 {%- set sub_before = ref('stg_trace__sub_before') %}
 {%- set sub_after = ref('stg_trace__sub_after') %}
 {%- set pubs = ref('stg_trace__pub') %}
@@ -74,6 +79,33 @@
             lifecycle_msg_id as msg_id
         from {{ dlq_copies }}
         where load_id > {{ processed_dlq }}
+    ),
+
+    -- 5.x deliveries: a lifecycle's spans and events are few, and read whole.
+    new_grpc_deliveries as (
+        select
+            consumer_group,
+            msg_id,
+            consume_started_at
+        from {{ ref('stg_otel__process_spans') }}
+        where load_id > {{ processed_otel }} and span_error is null
+
+        union all
+
+        select
+            consumer_group,
+            msg_id,
+            consume_started_at
+        from {{ ref('stg_landing__consume_event_lines') }}
+        where load_id > {{ processed_events }} and line_error is null
+    ),
+
+    new_broker_dlq_lines as (
+        select distinct
+            consumer_group,
+            msg_id
+        from {{ ref('stg_landing__broker_log_lines') }}
+        where load_id > {{ processed_broker_logs }} and line_kind = 'DLQ' and line_error is null
     ),
 
     -- A consume request's SubBefore is stored before its SubAfter.
@@ -151,6 +183,24 @@
         union
 
         select
+            previous_lifecycles.consumer_group,
+            previous_lifecycles.msg_id
+        from previous_lifecycles
+        left semi join new_broker_dlq_lines
+            on
+                previous_lifecycles.consumer_group = new_broker_dlq_lines.consumer_group
+                and previous_lifecycles.msg_id = new_broker_dlq_lines.msg_id
+
+        union
+
+        select
+            consumer_group,
+            msg_id
+        from new_grpc_deliveries
+
+        union
+
+        select
             consumer_group,
             msg_id
         from previous_lifecycles
@@ -177,6 +227,15 @@
             to_date(consume_started_at) as lifecycle_date,
             hour(consume_started_at) as lifecycle_hour
         from new_sub_before
+
+        union
+
+        select
+            consumer_group,
+            msg_id,
+            to_date(consume_started_at) as lifecycle_date,
+            hour(consume_started_at) as lifecycle_hour
+        from new_grpc_deliveries
     )
 
     select * from final

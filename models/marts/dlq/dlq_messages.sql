@@ -1,6 +1,7 @@
 -- The compensation work list: every message a consumer group sent to its dead-letter queue, as
--- the rules predict it from the trace (retry_decisions) and as the dlq/ exports show it (the
--- copies in `%DLQ%<group>`), matched per (group, message) in time order. A dead letter seen on
+-- the rules predict it from the deliveries (retry_decisions) and as the dlq/ exports (the copies
+-- in `%DLQ%<group>`) or a 5.x broker's DLQ log show it, matched per (group, message) in time
+-- order. A dead letter seen on
 -- one side only gets a reconciliation reason, each a documented rule (docs/rules.md). Dead
 -- letters are few next to deliveries: the table is rebuilt whole on every run, so an entry
 -- stays put when an operator recovers the message later.
@@ -16,6 +17,10 @@ decisions as (
 
 copies as (
     select * from {{ ref('stg_dlq__messages') }}
+),
+
+broker_forwards as (
+    select * from {{ ref('stg_broker_log__dlq_forwards') }}
 ),
 
 redeliveries as (
@@ -46,6 +51,7 @@ predicted as (
         decisions.failed_at as last_failed_at,
         decisions.entered_dlq_at as predicted_entered_dlq_at,
         decisions.dlq_reason,
+        decisions.prediction_basis,
         row_number() over (
             partition by decisions.consumer_group, decisions.msg_id
             order by decisions.entered_dlq_at, decisions.delivery_number
@@ -59,7 +65,24 @@ predicted as (
     where decisions.decision = 'DLQ'
 ),
 
-observed as (
+-- A 5.x broker's DLQ log line is the same evidence as an exported copy, without its count and
+-- properties; where both tell one entry (stored within 5 s), the copy is kept.
+logged_only as (
+    select
+        broker_forwards.consumer_group,
+        broker_forwards.msg_id,
+        broker_forwards.dlq_topic,
+        broker_forwards.original_topic,
+        broker_forwards.stored_at
+    from broker_forwards
+    left anti join copies
+        on
+            broker_forwards.consumer_group = copies.consumer_group
+            and broker_forwards.msg_id = copies.lifecycle_msg_id
+            and abs(unix_millis(broker_forwards.stored_at) - unix_millis(copies.stored_at)) <= 5000
+),
+
+observed_entries as (
     select
         consumer_group,
         lifecycle_msg_id as msg_id,
@@ -73,10 +96,35 @@ observed as (
         `keys`,
         tags,
         copies_landed,
-        row_number() over (
-            partition by consumer_group, lifecycle_msg_id order by stored_at, offset_msg_id
-        ) as entry_number
+        'DLQ_EXPORT' as observed_in
     from copies
+
+    union all
+
+    select
+        consumer_group,
+        msg_id,
+        dlq_topic,
+        cast(null as string) as offset_msg_id,
+        stored_at,
+        cast(null as int) as reconsume_times,
+        original_topic as retry_topic,
+        cast(null as string) as origin_msg_id,
+        cast(null as string) as delay_property,
+        cast(null as string) as `keys`,
+        cast(null as string) as tags,
+        cast(null as bigint) as copies_landed,
+        'BROKER_LOG' as observed_in
+    from logged_only
+),
+
+observed as (
+    select
+        *,
+        row_number() over (
+            partition by consumer_group, msg_id order by stored_at, offset_msg_id
+        ) as entry_number
+    from observed_entries
 ),
 
 -- What each group's export covers: a copy stored after its last one was not yet exported.
@@ -172,6 +220,8 @@ matched as (
         predicted.last_failed_at,
         predicted.predicted_entered_dlq_at,
         predicted.dlq_reason,
+        predicted.prediction_basis,
+        observed.observed_in,
         observed.offset_msg_id as observed_offset_msg_id,
         observed.stored_at as observed_stored_at,
         observed.reconsume_times as observed_reconsume_times,
@@ -426,7 +476,9 @@ final as (
             else 'MAX_RECONSUME_EXCEEDED'
         end as reason,
         reconciled.evidence,
-        case when reconciled.evidence <> 'OBSERVED' then 'EXACT' end as prediction_basis,
+        case when reconciled.evidence <> 'OBSERVED' then reconciled.prediction_basis end
+            as prediction_basis,
+        reconciled.observed_in,
         reconciled.reconciliation_reason,
         reconciled.predicted_reconsume_times,
         reconciled.predicted_entered_dlq_at,

@@ -1,6 +1,7 @@
 {{ config(post_hook="{{ drop_moved_partitions() }}") }}
 -- depends_on: {{ ref('int_run__refresh_partitions') }}  (read by the post-hook)
--- One row per delivery of a message to a consumer group.
+-- One row per delivery of a message to a consumer group: from the trace (4.x and 5.x remoting
+-- clients) or the 5.x gRPC inputs (`attempt_source`).
 with
 
 attempts as (
@@ -21,6 +22,12 @@ final as (
         cost_ms,
         return_type,
         is_success,
+        client_line,
+        attempt_source,
+        attempt_number_observed,
+        consumer_instance,
+        topic,
+        visible_again_at,
         lifecycle_date,
         lifecycle_hour
     from attempts

@@ -54,13 +54,29 @@ dlq_copies as (
     select * from {{ ref('stg_dlq__messages') }}
 ),
 
+broker_dlq_forwards as (
+    select * from {{ ref('stg_broker_log__dlq_forwards') }}
+),
+
 observed_dead_letters as (
     select
         consumer_group,
-        lifecycle_msg_id as msg_id,
+        msg_id,
         min(stored_at) as first_stored_at
-    from dlq_copies
-    group by consumer_group, lifecycle_msg_id
+    from (
+        select
+            consumer_group,
+            lifecycle_msg_id as msg_id,
+            stored_at
+        from dlq_copies
+        union all
+        select
+            consumer_group,
+            msg_id,
+            stored_at
+        from broker_dlq_forwards
+    ) as observed
+    group by consumer_group, msg_id
 ),
 
 -- A DLQ decision the client overturned (its fallback sent the message back itself, §3.4) is no
@@ -98,6 +114,8 @@ delivery_summary as (
         max(delivery_number) as last_delivery_number,
         min_by(reconsume_times, delivery_number) as first_reconsume_times,
         max_by(keys, delivery_number) as consumer_keys,
+        max_by(topic, delivery_number) as consumer_topic,
+        max_by(client_line, delivery_number) as client_line,
         min(consume_started_at) as first_consume_at,
         max(consume_started_at) as last_consume_at,
         min(case when is_consumption then consume_ended_at end) as consumed_at,
@@ -152,6 +170,19 @@ last_delivery_copies as (
             dlq_copies.reconsume_times > last_deliveries.last_reconsume_times + 1
             and dlq_copies.stored_at >= last_deliveries.last_consume_at
         )
+
+    union
+
+    -- A 5.x broker's DLQ log line names no count: one logged after the last delivery started.
+    select
+        last_deliveries.consumer_group,
+        last_deliveries.msg_id
+    from last_deliveries
+    inner join broker_dlq_forwards
+        on
+            last_deliveries.consumer_group = broker_dlq_forwards.consumer_group
+            and last_deliveries.msg_id = broker_dlq_forwards.msg_id
+            and last_deliveries.last_consume_at <= broker_dlq_forwards.stored_at
 ),
 
 with_dead_letters as (
@@ -222,7 +253,7 @@ final as (
         published.origin_msg_id,
         coalesce(published.origin_kind, 'UNKNOWN') as origin_kind,
         published.published_offset_msg_id,
-        published.topic,
+        coalesce(published.topic, judged.consumer_topic) as topic,
         coalesce(published.keys, judged.consumer_keys) as `keys`,
         published.tags,
         judged.deliveries,
@@ -244,6 +275,7 @@ final as (
         end as next_delivery_expected_at,
         unix_millis(judged.consumed_at) - unix_millis(judged.first_consume_at)
             as time_to_success_ms,
+        judged.client_line,
         judged.lifecycle_date,
         judged.lifecycle_hour
     from judged

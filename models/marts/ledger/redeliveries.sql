@@ -81,6 +81,7 @@ with_rules as (
                 then previous_decision.delay_ms
         end as expected_delay_ms,
         consumer_groups.consume_mode,
+        {{ is_grpc_client_line('consumer_groups.client_line') }} as is_grpc,
         consumer_groups.delay_cluster,
         consumer_groups.consume_timeout_minutes * 60000 as consume_timeout_ms,
         {{ escalated_delay_level(
@@ -173,7 +174,7 @@ final as (
             'previous_outcome', 'coalesce(previous_dead_lettered, false)',
             'previous_reconsume_times', 'reconsume_times', 'gap_ms', 'start_gap_ms',
             'previous_took_ms', 'consume_timeout_ms', 'expected_delay_ms', 'fallback_delay_ms',
-            'nearest_level_delay_ms', 'consume_mode'
+            'nearest_level_delay_ms', 'consume_mode', 'not is_grpc'
         ) }} as redelivery_cause,
         lifecycle_date,
         lifecycle_hour

@@ -1,8 +1,8 @@
 {{ config(post_hook="{{ drop_moved_partitions() }}") }}
 -- depends_on: {{ ref('int_run__refresh_partitions') }}  (read by the post-hook)
 -- One row per failed delivery: what the client and broker did with it under the group's
--- settings (spec §11, through the rule macros of macros/rules/retry_rules.sql), and whether the
--- redelivery came when and as the rules say.
+-- settings (spec §11 for the remoting lines, §8 and seed 002 for the gRPC lines, through the rule
+-- macros of macros/rules/), and whether the redelivery came when and as the rules say.
 with
 
 attempts as (
@@ -46,6 +46,9 @@ failed_deliveries as (
         request_id,
         delivery_number,
         reconsume_times,
+        topic,
+        visible_again_at,
+        attempt_number_observed,
         consume_ended_at as failed_at,
         next_consume_started_at,
         next_delivery_reconsume_times,
@@ -67,6 +70,16 @@ with_settings as (
         consumer_groups.client_line,
         consumer_groups.broker_version,
         consumer_groups.delay_cluster,
+        consumer_groups.consumer_kind,
+        consumer_groups.max_delivery_attempts,
+        consumer_groups.dead_letter_enabled,
+        consumer_groups.fifo_retry_interval_ms,
+        {{ grpc_retry_delay_ms(
+            'consumer_groups.client_line', 'failed_deliveries.reconsume_times + 1',
+            'consumer_groups.retry_policy_type', 'consumer_groups.retry_policy_delays_ms',
+            'consumer_groups.retry_policy_initial_ms', 'consumer_groups.retry_policy_max_ms',
+            'consumer_groups.retry_policy_multiplier'
+        ) }} as policy_delay_ms,
         highest_levels.max_delay_level
     from failed_deliveries
     inner join consumer_groups
@@ -78,22 +91,38 @@ with_settings as (
 decided as (
     select
         *,
-        {{ retry_decision(
-            'message_model', 'consume_mode', 'retry_queue_nums', 'reconsume_times',
-            'effective_max_reconsume_times', 'delay_level_when_next_consume'
-        ) }} as decision
+        {{ is_grpc_client_line('client_line') }} as is_grpc,
+        case
+            when {{ is_grpc_client_line('client_line') }}
+                then {{ grpc_retry_decision(
+                    'consume_mode', 'consumer_kind', 'reconsume_times + 1', 'max_delivery_attempts',
+                    'dead_letter_enabled', 'retry_queue_nums'
+                ) }}
+            else {{ retry_decision(
+                'message_model', 'consume_mode', 'retry_queue_nums', 'reconsume_times',
+                'effective_max_reconsume_times', 'delay_level_when_next_consume'
+            ) }}
+        end as decision
     from with_settings
 ),
 
 scheduled as (
     select
         *,
-        {{ scheduled_delay_level(
-            'decision', 'consume_mode', 'broker_version', 'reconsume_times',
-            'delay_level_when_next_consume', 'max_delay_level'
-        ) }} as delay_level,
-        {{ next_reconsume_times('decision', 'reconsume_times', 'consume_mode', 'client_line') }}
-            as next_reconsume_times
+        case
+            when not is_grpc
+                then {{ scheduled_delay_level(
+                    'decision', 'consume_mode', 'broker_version', 'reconsume_times',
+                    'delay_level_when_next_consume', 'max_delay_level'
+                ) }}
+        end as delay_level,
+        case
+            when is_grpc
+                then {{ grpc_next_reconsume_times(
+                    'decision', 'reconsume_times', 'consume_mode', 'consumer_kind'
+                ) }}
+            else {{ next_reconsume_times('decision', 'reconsume_times', 'consume_mode', 'client_line') }}
+        end as next_reconsume_times
     from decided
 ),
 
@@ -101,6 +130,12 @@ timed as (
     select
         scheduled.*,
         case
+            when scheduled.is_grpc
+                then {{ grpc_decision_delay_ms(
+                    'scheduled.decision', 'scheduled.client_line', 'scheduled.consume_mode',
+                    'scheduled.consumer_kind', 'scheduled.failed_at', 'scheduled.visible_again_at',
+                    'scheduled.policy_delay_ms', 'scheduled.fifo_retry_interval_ms'
+                ) }}
             when scheduled.decision = 'LOCAL_RETRY' then scheduled.effective_suspend_millis
             else delay_levels.delay_ms
         end as delay_ms,
@@ -129,7 +164,11 @@ final as (
         timed.delay_level,
         timed.delay_ms,
         {{ schedule_queue_id('timed.delay_level') }} as schedule_queue_id,
-        {{ target_topic('timed.decision', 'timed.consumer_group') }} as target_topic,
+        case
+            when timed.is_grpc and timed.decision = 'RETRY'
+                then {{ pop_retry_topic('timed.consumer_group', 'timed.topic') }}
+            else {{ target_topic('timed.decision', 'timed.consumer_group') }}
+        end as target_topic,
         timed.next_reconsume_times,
         case
             when timed.is_redelivered then {{ add_millis('timed.failed_at', 'timed.delay_ms') }}
@@ -149,6 +188,10 @@ final as (
             when timed.decision = 'DLQ'
                 then {{ add_millis('timed.failed_at', 'coalesce(timed.delay_ms, 0)') }}
         end as entered_dlq_at,
+        -- a prediction from an inferred attempt number is not certain (the agent records none)
+        case when timed.attempt_number_observed then 'EXACT' else 'INFERRED_ATTEMPTS' end
+            as prediction_basis,
+        timed.client_line,
         timed.lifecycle_date,
         timed.lifecycle_hour
     from timed

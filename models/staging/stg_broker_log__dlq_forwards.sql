@@ -1,0 +1,34 @@
+-- The dead letters the 5.x brokers logged, one row per forward: a log shipped twice, or two
+-- brokers' logs that overlap, hold the same line, and it counts once. The only per-message record
+-- of a 5.x dead letter (observability note §3.2): OBSERVED evidence, like a dlq/ export's copy.
+with
+
+lines as (
+    select * from {{ ref('stg_landing__broker_log_lines') }}
+    where line_kind = 'DLQ' and line_error is null
+),
+
+ranked as (
+    select
+        *,
+        row_number() over (
+            partition by consumer_group, msg_id, stored_at order by load_id, source_file, line_number
+        ) as copy_number
+    from lines
+),
+
+final as (
+    select
+        consumer_group,
+        dlq_topic,
+        msg_id,
+        original_topic,
+        stored_at,
+        load_id,
+        source_file,
+        line_number
+    from ranked
+    where copy_number = 1
+)
+
+select * from final
