@@ -97,14 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         default="mixed",
         help="gzip the trace files: none, all, or every other hour (default)",
     )
-    generate.add_argument(
-        "--grpc5-messages",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also publish N messages to simulated RocketMQ 5.x gRPC consumer groups, written "
-        "to otel/, consume_events/ and broker_logs/ (default 0: none)",
-    )
+    _add_grpc5_arg(generate)
 
     query = commands.add_parser(
         "query", help="run SQL with DuckDB over the marts' parquet files (no Java needed)"
@@ -179,7 +172,19 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="generate sample traffic, build it, print a summary")
     _add_location_args(demo)
     demo.add_argument("--messages", type=int, default=3000, help="messages to generate")
+    _add_grpc5_arg(demo)
     return parser
+
+
+def _add_grpc5_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--grpc5-messages",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also publish N messages to simulated RocketMQ 5.x gRPC consumer groups, written "
+        "to otel/, consume_events/ and broker_logs/ (default: a fifth of --messages; 0: none)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,7 +275,12 @@ def _generate(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> None:
     from retrylake.commands import demo
 
-    demo(_project_dir(args), _lakehouse(args), messages=args.messages)
+    demo(
+        _project_dir(args),
+        _lakehouse(args),
+        messages=args.messages,
+        grpc5_messages=args.grpc5_messages,
+    )
 
 
 def _bench(args: argparse.Namespace) -> None:

@@ -75,6 +75,36 @@ order by consumer_group
 """
 
 
+def grpc5_messages_for(messages: int, grpc5_messages: int | None) -> int:
+    """The messages to publish to the 5.x gRPC groups: as given, else a fifth of ``messages``."""
+    if grpc5_messages is None:
+        return max(messages, 0) // 5
+    if grpc5_messages < 0:
+        raise UsageError("--grpc5-messages must be 0 or more")
+    return grpc5_messages
+
+
+def _print_grpc5(grpc5: dict) -> None:
+    print(
+        f"5.x gRPC groups: {grpc5['messages']:,} messages, {grpc5['lifecycles']:,} "
+        f"lifecycles, {grpc5['process_spans']:,} process spans in {grpc5['span_lines']:,} "
+        f"otel lines, {grpc5['consume_events']:,} consume events, "
+        f"{grpc5['broker_dlq_lines']:,} broker DLQ lines"
+    )
+    evidence = grpc5.get("dlq_evidence") or {}
+    if evidence:
+        print(
+            "5.x dead letters by evidence: "
+            + ", ".join(f"{key} {count:,}" for key, count in evidence.items())
+        )
+    replaced = grpc5.get("seed_rows_replaced") or []
+    if replaced:
+        print(
+            f"5.x groups simulated as the generator defines them, their seed rows replaced: "
+            f"{', '.join(replaced)}"
+        )
+
+
 def generate(
     *,
     out: Path,
@@ -86,9 +116,10 @@ def generate(
     dlq_export: bool,
     seeds: Path | None,
     compression: str,
-    grpc5_messages: int = 0,
+    grpc5_messages: int | None = None,
 ) -> None:
-    """`retrylake generate`: write simulated traffic and report its throughput."""
+    """`retrylake generate`: write simulated traffic and report its throughput. The 5.x gRPC
+    groups get ``grpc5_messages`` messages; None: a fifth of ``messages``."""
     import datetime as dt
     import time
 
@@ -113,8 +144,7 @@ def generate(
         )
     if messages < 0 or hours <= 0:
         raise UsageError("--messages must be 0 or more and --hours more than 0")
-    if grpc5_messages < 0:
-        raise UsageError("--grpc5-messages must be 0 or more")
+    grpc5_messages = grpc5_messages_for(messages, grpc5_messages)
     config = GeneratorConfig(
         out=out.resolve(),
         messages=messages,
@@ -135,28 +165,37 @@ def generate(
         f"lifecycles to {config.out} in {seconds:.1f} s ({stats.records / seconds:,.0f} records/s)"
     )
     if stats.grpc5 is not None:
-        grpc5 = stats.grpc5
-        print(
-            f"5.x gRPC groups: {grpc5['messages']:,} messages, {grpc5['lifecycles']:,} "
-            f"lifecycles, {grpc5['process_spans']:,} process spans in {grpc5['span_lines']:,} "
-            f"otel lines, {grpc5['consume_events']:,} consume events, "
-            f"{grpc5['broker_dlq_lines']:,} broker DLQ lines"
-        )
+        _print_grpc5(stats.grpc5)
 
 
-def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> None:
+def demo(
+    project_dir: Path,
+    lakehouse: Lakehouse,
+    *,
+    messages: int = 3000,
+    grpc5_messages: int | None = None,
+) -> None:
     """Generate traffic for the project's consumer groups into a fresh landing zone, build it,
-    print a per-group summary and check the marts against the generator's ground truth."""
+    print a per-group summary and check the marts against the generator's ground truth. The
+    5.x gRPC groups get ``grpc5_messages`` messages; None: a fifth of ``messages``."""
     from retrylake.sim.engine import GeneratorConfig, read_ground_truth
     from retrylake.sim.engine import generate as run_generator
 
+    if messages < 0:
+        raise UsageError("--messages must be 0 or more")
+    grpc5_messages = grpc5_messages_for(messages, grpc5_messages)
     check_configuration(project_dir)
     with lakehouse.lock():
         lakehouse.claim_landing(full_refresh=True)
         if lakehouse.landing.exists():
             shutil.rmtree(lakehouse.landing)
         stats = run_generator(
-            GeneratorConfig(out=lakehouse.landing, messages=messages, dlq_export=True),
+            GeneratorConfig(
+                out=lakehouse.landing,
+                messages=messages,
+                dlq_export=True,
+                grpc5_messages=grpc5_messages,
+            ),
             seeds_dir=project_dir / "seeds",
             progress=sys.stderr.isatty(),
         )
@@ -164,6 +203,8 @@ def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> No
             f"Generated {stats.records:,} trace records for {stats.lifecycles:,} lifecycles "
             f"in {lakehouse.landing}"
         )
+        if stats.grpc5 is not None:
+            _print_grpc5(stats.grpc5)
         spark = start_session(lakehouse)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
         rows = spark.sql(SUMMARY_SQL).collect()
@@ -174,11 +215,16 @@ def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> No
                 "select consumer_group, msg_id, final_state from retrylake.message_lifecycles"
             ).collect()
         }
-    truth = {
-        (row["consumer_group"], row["msg_id"]): row["final_state"]
-        for row in read_ground_truth(lakehouse.landing)
-    }
+    # every lifecycle of the ground truth, the 5.x groups' (which carry client_line) included
+    truth: dict[tuple[str, str], str] = {}
+    grpc5_keys: set[tuple[str, str]] = set()
+    for row in read_ground_truth(lakehouse.landing):
+        key = (row["consumer_group"], row["msg_id"])
+        truth[key] = row["final_state"]
+        if "client_line" in row:
+            grpc5_keys.add(key)
     agreeing = sum(built.get(key) == state for key, state in truth.items())
+    agreeing_5x = sum(built.get(key) == truth[key] for key in grpc5_keys)
     print()
     print(
         format_table(
@@ -199,6 +245,7 @@ def demo(project_dir: Path, lakehouse: Lakehouse, *, messages: int = 3000) -> No
     print(f"\nQuarantined landing lines and records: {quarantined}")
     print(
         f"Final states agreeing with the generator's ground truth: {agreeing:,} of {len(truth):,}"
+        + (f", 5.x gRPC groups {agreeing_5x:,} of {len(grpc5_keys):,}" if grpc5_keys else "")
         + ("" if len(built) == len(truth) else f" ({len(built):,} lifecycles built)")
     )
     print(
