@@ -86,18 +86,20 @@ import json
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
 from retrylake.config_check import GROUP_COLUMNS
+from retrylake.errors import ConfigError
 from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import grpc5
 from retrylake.sim import trace_format as tf
 from retrylake.sim.rules import (
     DEFAULT_BROKER_VERSION,
     DEFAULT_CLUSTER_NAME,
+    GRPC_CLIENT_LINES,
     Decision,
     Group,
     decide,
@@ -2031,6 +2033,22 @@ def read_groups(path: Path) -> list[Group]:
         return [Group.from_seed_row(row) for row in csv.DictReader(handle)]
 
 
+def read_seed_groups(path: Path) -> tuple[list[Group], list[list[str]]]:
+    """A consumer_groups.csv split by client line: the remoting groups the 4.x engine simulates,
+    and the rows of 5.x gRPC groups (client_line grpc-5 or cloud-5) as written, in the order of
+    `GROUP_COLUMNS` (a column the file lacks left empty). The 4.x engine never simulates a gRPC
+    group: those are the `grpc5` module's, which simulates the ones it knows."""
+    groups: list[Group] = []
+    grpc_rows: list[list[str]] = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if (row.get("client_line") or "") in GRPC_CLIENT_LINES:
+                grpc_rows.append([row.get(column) or "" for column in GROUP_COLUMNS])
+            else:
+                groups.append(Group.from_seed_row(row))
+    return groups, grpc_rows
+
+
 def read_delay_levels(path: Path) -> dict[str, str]:
     with path.open(newline="", encoding="utf-8") as handle:
         return {row["broker_cluster"]: row["message_delay_level"] for row in csv.DictReader(handle)}
@@ -2051,13 +2069,16 @@ def write_seed_files(
     groups: list[Group],
     delay_levels: dict[str, str],
     broker_versions: dict[str, str] | None = None,
+    grpc_rows: Sequence[Sequence[object]] = (),
 ) -> None:
-    """The seeds the run used, to drop into a dbt project's seeds/ folder."""
+    """The seeds the run used, to drop into a dbt project's seeds/ folder: the groups' rows,
+    then ``grpc_rows`` (5.x gRPC groups' rows, in the order of `GROUP_COLUMNS`) as they are."""
     seeds.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(GROUP_COLUMNS)
     writer.writerows(group.seed_row() for group in groups if group.in_seed)
+    writer.writerows(grpc_rows)
     (seeds / "consumer_groups.csv").write_text(buffer.getvalue())
     versions = broker_versions or {}
     lines = ["broker_cluster,message_delay_level,broker_version"]
@@ -2080,23 +2101,41 @@ def generate(
     ``seeds_dir`` is a folder with consumer_groups.csv and broker_delay_levels.csv to simulate;
     without it, the sample deployment is used. Groups in ``unseeded_groups`` are simulated but
     left out of the written seed, so that the build must assume RocketMQ's defaults for them.
+
+    A seed's 5.x gRPC rows (client_line grpc-5 or cloud-5) are not the 4.x engine's: with
+    ``config.grpc5_messages`` the `grpc5` module simulates the groups it knows, as it defines
+    them (their true behaviour, whatever their rows say), and its rows replace theirs in the
+    written seed; a gRPC group it does not know gets no traffic. The written seed lists each
+    group once: the remoting groups, then the gRPC rows. A remoting row named like one of the 5.x
+    groups is a `ConfigError` when they are simulated.
     """
+    grpc_rows: list[list[str]] = []
     if seeds_dir is not None:
-        groups = read_groups(seeds_dir / "consumer_groups.csv")
+        groups, grpc_rows = read_seed_groups(seeds_dir / "consumer_groups.csv")
+        if config.grpc5_messages > 0:
+            names = {group.name for group in grpc5.GRPC5_GROUPS}
+            for group in groups:
+                if group.name in names:
+                    raise ConfigError(
+                        f"{seeds_dir / 'consumer_groups.csv'}: {group.name} has client_line "
+                        f"{group.client_line}, but the simulated 5.x gRPC group of that name is "
+                        "grpc-5 or cloud-5; give its row the 5.x line, rename it, or generate "
+                        "with --grpc5-messages 0"
+                    )
         delay_levels = read_delay_levels(seeds_dir / "broker_delay_levels.csv")
         broker_versions = read_broker_versions(seeds_dir / "broker_delay_levels.csv")
     else:
         groups = list(GROUPS.values())
         delay_levels = dict(DELAY_LEVELS)
         broker_versions = dict(BROKER_VERSIONS)
-    known = {group.name for group in groups}
+    known = {group.name for group in groups} | {row[0] for row in grpc_rows}
     groups += [Group(name, in_seed=False) for name in unseeded_groups if name not in known]
     groups = [
         Group(**{**group.__dict__, "in_seed": group.in_seed and group.name not in unseeded_groups})
         for group in groups
     ]
     config.out.mkdir(parents=True, exist_ok=True)
-    write_seed_files(config.out / "seeds", groups, delay_levels, broker_versions)
+    write_seed_files(config.out / "seeds", groups, delay_levels, broker_versions, grpc_rows)
     versions = config.client_versions
     run_ms = int(config.hours * HOUR_MS)
     engine = Engine(

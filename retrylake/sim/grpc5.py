@@ -71,6 +71,12 @@ ATTEMPT_PROJECT = "retrylake.delivery_attempt"  # the project's own key (§5.3)
 
 # Transport faults
 SPAN_LOST_SHARE = 0.003  # process spans a JVM crash drops (groups without consume events)
+# A poison message that exhausts the heap: each of its failures ends in an OutOfMemoryError and
+# the instance is killed right after its client nacked the message, before the span processor's
+# next export or the consume-event writer's next flush half the time: that delivery's records
+# are lost. Dead letters whose deciding failure left no record are seen in the broker log only.
+OOM_ERROR = "java.lang.OutOfMemoryError"
+OOM_RECORD_LOST_SHARE = 0.5
 DUPLICATE_BATCH_SHARE = 0.005  # export lines written twice (at-least-once)
 LATE_BATCH_SHARE = 0.01  # export lines that land 1-2 hours late
 BARE_LINE_SHARE = 0.02  # lines of the old logging exporter: a bare ResourceSpans
@@ -175,6 +181,7 @@ class Behaviour5:
     change_invisible: float = 0.0  # SimpleConsumer: failures that change the invisible duration
     timeout: float = 0.0  # SimpleConsumer: deliveries that run past the invisible duration
     exceptions: tuple[str, ...] = ("java.lang.IllegalStateException",)
+    oom: float = 0.0  # poison messages that exhaust the heap (`OOM_ERROR`; non-FIFO groups)
 
 
 BEHAVIOURS5 = {
@@ -199,6 +206,7 @@ BEHAVIOURS5 = {
         poison=0.06,
         incident_poison=0.2,
         exceptions=("com.example.notify.GatewayUnavailableException",),
+        oom=0.5,
     ),
     "ledger-fifo": Behaviour5(
         "LedgerTopic",
@@ -222,8 +230,9 @@ BEHAVIOURS5 = {
         poison=0.08,
         incident_poison=0.2,
         change_invisible=0.5,
-        timeout=0.06,
+        timeout=0.1,
         exceptions=("java.io.UncheckedIOException",),
+        oom=0.5,
     ),
     "cloud-orders": Behaviour5(
         "CloudOrderTopic",
@@ -345,19 +354,59 @@ def seed_rows(groups: Iterable[Group] = GRPC5_GROUPS) -> list[list[object]]:
     return rows
 
 
-def add_seed_rows(seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS) -> None:
-    """Add the groups' rows to seeds/consumer_groups.csv, replacing rows of the same names."""
+def add_seed_rows(seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS) -> list[str]:
+    """Put the groups' rows in seeds/consumer_groups.csv (written in `GROUP_COLUMNS` order): a
+    row of the same name is replaced where it stands, the others are appended. Returns the names
+    whose row was there and said something else (the simulation ran them as defined here)."""
     path = seeds / "consumer_groups.csv"
-    groups = list(groups)
-    names = {group.name for group in groups}
+    ours = {str(row[0]): [str(value) for value in row] for row in seed_rows(groups)}
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    kept = [rows[0]] + [row for row in rows[1:] if row and row[0] not in names]
+    kept = [rows[0]]
+    replaced = []
+    for row in rows[1:]:
+        if not row:
+            continue
+        name = row[0]
+        if name in ours:
+            if row != ours[name]:
+                replaced.append(name)
+            row = ours.pop(name)
+        kept.append(row)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerows(kept)
-    writer.writerows(seed_rows(groups))
+    writer.writerows(ours.values())
     path.write_text(buffer.getvalue())
+    return sorted(replaced)
+
+
+def reconciliation_reason(
+    evidence: str | None,
+    entered_ms: int | None,
+    last_dlq_line_ms: int | None,
+    observed_deliveries: int,
+) -> str | None:
+    """Why a 5.x dead letter is seen on one side only, the first rule that holds:
+
+    - PREDICTED (its deciding failure landed, its broker DLQ line did not): GROUP_NOT_EXPORTED
+      when no broker DLQ line landed at all (``last_dlq_line_ms`` None), AFTER_EXPORT_WINDOW
+      when it was forwarded (``entered_ms``) after the latest line that landed, else
+      LOG_LINE_MISSING (its line was in a rotated file that was lost);
+    - OBSERVED (its line landed, its deciding failure did not): NOT_IN_TRACE when none of its
+      deliveries landed, else LAST_DELIVERY_NOT_IN_TRACE.
+
+    None for BOTH, NONE and no dead letter."""
+    if evidence == "PREDICTED":
+        assert entered_ms is not None
+        if last_dlq_line_ms is None:
+            return "GROUP_NOT_EXPORTED"
+        if entered_ms > last_dlq_line_ms:
+            return "AFTER_EXPORT_WINDOW"
+        return "LOG_LINE_MISSING"
+    if evidence == "OBSERVED":
+        return "NOT_IN_TRACE" if observed_deliveries == 0 else "LAST_DELIVERY_NOT_IN_TRACE"
+    return None
 
 
 def true_group(group: Group, behaviour: Behaviour5) -> Group:
@@ -393,6 +442,7 @@ class Message5:
     body_size: int
     message_group: str | None
     poisoned: bool
+    oom: bool = False  # its failures kill the instance (`OOM_RECORD_LOST_SHARE`)
 
 
 @dataclass
@@ -409,6 +459,7 @@ class Delivery5:
     invisible_ms: int | None = None
     invisible_changed_at: int | None = None
     landed: bool = False  # its span or consume event landed
+    records_lost: bool = False  # the instance was killed before its records were written
 
     @property
     def visible_at(self) -> int:
@@ -515,6 +566,9 @@ class _Simulation:
         }
         self.instances = {name: self._instances(name) for name in self.groups}
         self.lifecycles: list[Lifecycle5] = []
+        self.last_dlq_line_ms: int | None = None  # the latest broker DLQ line that landed
+        # dead letters by what the landing shows: "BOTH", "PREDICTED:<reason>", ...
+        self.dlq_evidence: dict[str, int] = {}
         self.stats: dict[str, int] = {
             "messages": 0,
             "lifecycles": 0,
@@ -530,6 +584,8 @@ class _Simulation:
             "late_batches": 0,  # landed 1-2 hours late
             "consume_events": 0,
             "consume_events_after_watermark": 0,
+            "consume_events_lost": 0,  # not flushed before an OOM kill
+            "oom_messages": 0,  # poison messages that exhaust the heap
             "broker_dlq_lines": 0,
             "broker_dlq_lines_missing": 0,  # in the lost rotated file
             "broker_other_lines": 0,
@@ -589,6 +645,7 @@ class _Simulation:
                 index += 1
         found.sort(key=lambda message: message.published_ms)  # stable
         self.stats["messages"] = len(found)
+        self.stats["oom_messages"] = sum(message.oom for message in found)
         return found
 
     def _message(self, name: str, at: int, message_group: str | None) -> Message5:
@@ -607,6 +664,7 @@ class _Simulation:
         poisoned = rng.random() < behaviour.poison or (
             early and rng.random() < behaviour.incident_poison
         )
+        oom = poisoned and behaviour.oom > 0 and rng.random() < behaviour.oom
         return Message5(
             group=self.groups[name],
             behaviour=behaviour,
@@ -619,6 +677,7 @@ class _Simulation:
             body_size=100 + rng.randrange(4000),
             message_group=message_group,
             poisoned=poisoned,
+            oom=oom,
         )
 
     # lifecycles ---------------------------------------------------------------------------------
@@ -646,6 +705,9 @@ class _Simulation:
         delivery = Delivery5(
             lifecycle, attempt, start, start + took, result, error_class, instance, self._hex(64)
         )
+        if lifecycle.message.oom:
+            delivery.result, delivery.error_class = "EXCEPTION", OOM_ERROR
+            delivery.records_lost = self.rng.random() < OOM_RECORD_LOST_SHARE
         lifecycle.deliveries.append(delivery)
         return delivery
 
@@ -705,7 +767,7 @@ class _Simulation:
             delivery = self._deliver(lifecycle, attempt, start, instance)
             delivery.received_at = received
             delivery.invisible_ms = INVISIBLE_MS
-            if rng.random() < behaviour.timeout:
+            if rng.random() < behaviour.timeout and not message.oom:
                 # stuck past its invisible duration: it fails in the end, while the message is
                 # received again once it is visible
                 delivery.result, delivery.error_class = "FAILURE", None
@@ -911,6 +973,9 @@ class _Simulation:
             for delivery in lifecycle.deliveries:
                 if delivery.end > self.watermark:
                     continue  # still running when the run ends
+                if delivery.records_lost:
+                    self.stats["process_spans_lost"] += 1  # its instance was OOM-killed
+                    continue
                 if not lifecycle.message.behaviour.events and rng.random() < SPAN_LOST_SHARE:
                     self.stats["process_spans_lost"] += 1  # a JVM crash
                     continue
@@ -1018,6 +1083,9 @@ class _Simulation:
         ]
         deliveries.sort(key=lambda d: (d.end, d.lifecycle.message.msg_id, d.attempt))
         for delivery in deliveries:
+            if delivery.records_lost:
+                self.stats["consume_events_lost"] += 1  # its instance was OOM-killed
+                continue
             landed = delivery.end + rng.randrange(3001)
             if landed > self.watermark:
                 self.stats["consume_events_after_watermark"] += 1
@@ -1087,6 +1155,8 @@ class _Simulation:
             self.files.add("broker_logs", f"{broker}.log", at, _log_line(at, thread, text))
             self.stats["broker_dlq_lines"] += 1
             lifecycle.dlq_logged = True
+            if self.last_dlq_line_ms is None or at > self.last_dlq_line_ms:
+                self.last_dlq_line_ms = at
         for broker in brokers:
             at = self.start_ms + rng.randrange(60 * SECOND)
             while at <= self.watermark:
@@ -1141,6 +1211,8 @@ class _Simulation:
         - trace_complete: every delivery has a landed span or consume event
           (observed_deliveries of them); dlq_evidence: BOTH when the deciding failure and the
           broker's DLQ line landed, OBSERVED the line only, PREDICTED the failure only, NONE;
+          reconciliation_reason: why a PREDICTED or OBSERVED one is one-sided
+          (`reconciliation_reason`, judged on the whole landing's DLQ lines);
         - attempt_number_observed: the group's records carry the attempt number.
         """
         happened = [d for d in lifecycle.deliveries if d.end <= self.watermark]
@@ -1158,6 +1230,7 @@ class _Simulation:
             overdue = self._expected_ms(failed) < self.watermark - self.grace_ms
             state = "RETRY_OVERDUE" if overdue else "WAITING_RETRY"
         in_dlq = state == "DLQ"
+        observed = sum(1 for d in happened if d.landed)
         evidence = None
         if in_dlq:
             deciding = last.landed
@@ -1170,7 +1243,9 @@ class _Simulation:
                 if deciding
                 else "NONE"
             )
-        observed = sum(1 for d in happened if d.landed)
+        reason = reconciliation_reason(
+            evidence, lifecycle.terminal_ms, self.last_dlq_line_ms, observed
+        )
         return {
             "consumer_group": group.name,
             "msg_id": message.msg_id,
@@ -1197,7 +1272,7 @@ class _Simulation:
             "observed_deliveries": observed,
             "dlq_evidence": evidence,
             "dlq_logged": lifecycle.dlq_logged,
-            "reconciliation_reason": None,
+            "reconciliation_reason": reason,
             "attempt_number_observed": behaviour.events or behaviour.attempt_key is not None,
         }
 
@@ -1215,6 +1290,11 @@ class _Simulation:
                 self.stats["redeliveries"] += row["deliveries"] - 1
                 if not row["trace_complete"]:
                     self.stats["trace_incomplete_lifecycles"] += 1
+                if row["dlq_evidence"] is not None:
+                    key = str(row["dlq_evidence"])
+                    if row["reconciliation_reason"] is not None:
+                        key += f":{row['reconciliation_reason']}"
+                    self.dlq_evidence[key] = self.dlq_evidence.get(key, 0) + 1
         return by_group
 
 
@@ -1281,9 +1361,11 @@ def generate_grpc5(
         simulation.land_broker_logs()
         simulation.files.write()
     states = simulation.write_truth()
-    add_seed_rows(out / "seeds")
+    replaced = add_seed_rows(out / "seeds")
     stats: dict[str, object] = dict(simulation.stats)
     stats["watermark_ms"] = watermark_ms
+    stats["dlq_evidence"] = dict(sorted(simulation.dlq_evidence.items()))
+    stats["seed_rows_replaced"] = replaced
     totals: dict[str, int] = {}
     for counts in states.values():
         for state, count in counts.items():

@@ -2,7 +2,8 @@
 exercise every retry rule, every final state and every transport fault the staging handles.
 
 The integration tests build it and check every mart, row by row, against its ground truth.
-Its consumer groups are the engine's demo deployment, the ones in seeds/consumer_groups.csv.
+Its consumer groups are the engine's demo deployment, the ones in seeds/consumer_groups.csv;
+that seed also lists the 5.x gRPC groups of `grpc5` (the sample has no traffic for them).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrylake.sim import grpc5
 from retrylake.sim import trace_format as tf
 from retrylake.sim.engine import (
     BROKER_VERSIONS,
@@ -328,5 +330,12 @@ def write_sample(landing: Path) -> SampleSet:
 
 
 def write_seeds(seeds: Path) -> None:
-    """Write the consumer-group and delay-level seeds matching the sample."""
-    write_seed_files(seeds, list(GROUPS.values()), DELAY_LEVELS, BROKER_VERSIONS)
+    """Write the project's consumer-group and delay-level seeds: the sample's groups, then the
+    5.x gRPC groups' rows as `grpc5.seed_rows` writes them (remoting-only columns empty)."""
+    write_seed_files(
+        seeds,
+        list(GROUPS.values()),
+        DELAY_LEVELS,
+        BROKER_VERSIONS,
+        grpc_rows=grpc5.seed_rows(grpc5.GRPC5_GROUPS),
+    )

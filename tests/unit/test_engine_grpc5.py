@@ -17,8 +17,20 @@ from pathlib import Path
 
 import pytest
 
+from retrylake.cli import _parser, main
+from retrylake.commands import grpc5_messages_for
 from retrylake.config_check import check_consumer_groups
+from retrylake.errors import ConfigError
 from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
+from retrylake.sim.grpc5 import (
+    BEHAVIOURS5,
+    Delivery5,
+    Lifecycle5,
+    Message5,
+    _Simulation,
+    reconciliation_reason,
+)
+from retrylake.sim.sample import write_seeds
 
 SECOND = 1000
 HOUR = 3_600_000
@@ -368,7 +380,7 @@ def test_report_simple_is_received_again_when_visible(landing: Landing):
     for key, row in landing.truth.items():
         if key[0] == "report-simple" and row["final_state"] == "DLQ":
             assert row["attempts"] == [1, 2, 3] and row["dlq_reconsume_times"] == 4
-            if row["dlq_logged"]:
+            if row["dlq_logged"] and row["trace_complete"]:  # the deciding failure's event
                 last = landing.events[key][-1].event
                 visible_at = (last.get("invisible_changed_at") or last["received_at"]) + last[
                     "invisible_duration_ms"
@@ -631,3 +643,305 @@ def test_without_5x_messages_nothing_changes(run, tmp_path: Path):
     plain_seed = (plain.out / "seeds" / "consumer_groups.csv").read_text()
     assert seed.startswith(plain_seed)
     assert len(seed.splitlines()) == len(plain_seed.splitlines()) + len(GROUPS_5)
+
+
+# seeds that already hold gRPC rows ------------------------------------------------------------
+# The 5.x rows of seeds/consumer_groups.csv, after the 4.x rows, as the generator writes them.
+SEED_ROWS_5X = """\
+checkout-push,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,grpc-5,,,16,PUSH,true
+notify-exp,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,grpc-5,,"{""type"":""EXPONENTIAL"",\
+""exponentialRetryPolicy"":{""initial"":2000,""max"":60000,""multiplier"":3}}",4,PUSH,true
+ledger-fifo,CLUSTERING,ORDERLY,,,,,DefaultCluster,grpc-5,,"{""type"":""CUSTOMIZED"",\
+""customizedRetryPolicy"":{""next"":[1000,2000,5000]}}",3,PUSH,true
+report-simple,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,grpc-5,,,2,SIMPLE,true
+cloud-orders,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,cloud-5,,,16,PUSH,true
+cloud-fifo,CLUSTERING,ORDERLY,,,,,DefaultCluster,cloud-5,,,3,PUSH,false
+mislabeled-push,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,grpc-5,,,16,PUSH,true
+mislabeled-exp,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,grpc-5,,"{""type"":""CUSTOMIZED""}",\
+16,PUSH,true
+"""
+# a gRPC group the generator does not know: in the seed, never simulated
+UNKNOWN_GRPC_ROW = "legacy-grpc,,,,,,,DefaultCluster,grpc-5,,,5,PUSH,\n"
+CHECKOUT_ROW = "checkout-push,CLUSTERING,CONCURRENTLY,,,,,DefaultCluster,grpc-5,,,16,PUSH,true\n"
+
+
+def _project_seeds(folder: Path, *, grpc: bool) -> Path:
+    """The project's seeds (the sample's groups, with or without the 5.x rows)."""
+    write_seeds(folder)
+    if not grpc:
+        path = folder / "consumer_groups.csv"
+        path.write_text(path.read_text().removesuffix(SEED_ROWS_5X))
+        assert "grpc-5" not in path.read_text()
+    return folder
+
+
+def _landing_files(root: Path) -> dict[str, str]:
+    """Every file's digest but the written consumer-group seed's."""
+    return {
+        name: digest
+        for name, digest in _hashes(root).items()
+        if name != "seeds/consumer_groups.csv"
+    }
+
+
+def test_the_project_seed_lists_the_5x_groups_after_the_4x_groups(run, tmp_path: Path):
+    seeds = _project_seeds(tmp_path / "seeds", grpc=True)
+    text = (seeds / "consumer_groups.csv").read_text()
+    assert text.endswith(
+        "\norder-service-dlq,CLUSTERING,CONCURRENTLY,-1,1000,1,0,DefaultCluster,"
+        "remoting-4.9,15,,,,\n" + SEED_ROWS_5X
+    )
+    check_consumer_groups(seeds / "consumer_groups.csv")
+    # a run without a seeds folder simulates that deployment and writes the same seed
+    config, _ = run
+    assert (config.out / "seeds" / "consumer_groups.csv").read_text() == text
+
+
+def test_the_4x_engine_leaves_grpc_rows_alone(tmp_path: Path):
+    """Without 5.x traffic, a seed's gRPC rows change nothing the 4.x engine writes, none of
+    them gets a lifecycle, and the written seed is the given one, each group once."""
+    plain = _project_seeds(tmp_path / "plain-seeds", grpc=False)
+    mixed = _project_seeds(tmp_path / "mixed-seeds", grpc=True)
+    with (mixed / "consumer_groups.csv").open("a") as handle:
+        handle.write(UNKNOWN_GRPC_ROW)
+    outs = {}
+    for name, seeds in (("plain", plain), ("mixed", mixed)):
+        config = GeneratorConfig(out=tmp_path / name, messages=300)
+        generate(config, seeds_dir=seeds)
+        written = (config.out / "seeds" / "consumer_groups.csv").read_text()
+        assert written == (seeds / "consumer_groups.csv").read_text()
+        outs[name] = config.out
+    assert _landing_files(outs["plain"]) == _landing_files(outs["mixed"])
+    groups = {row["consumer_group"] for row in read_ground_truth(outs["mixed"])}
+    assert not groups & {*GROUPS_5, "legacy-grpc"}
+    assert not (outs["mixed"] / "otel").exists()
+
+
+def test_grpc_rows_in_the_seed_are_simulated_as_the_5x_module_defines_them(run, tmp_path: Path):
+    """With 5.x traffic, a seed that already lists the 5.x groups (one of them with another
+    retryMaxTimes) gives the bytes of the same seed without them: the groups run as the module
+    defines them, mislabeled ones on their true schedules; the written seed has the module's row
+    in place of the changed one, and the unknown gRPC group, which gets no traffic."""
+    config, _ = run
+    outs = {}
+    for name, grpc in (("plain", False), ("mixed", True)):
+        seeds = _project_seeds(tmp_path / f"{name}-seeds", grpc=grpc)
+        if grpc:
+            path = seeds / "consumer_groups.csv"
+            changed = CHECKOUT_ROW.replace(",16,PUSH,", ",5,PUSH,")
+            path.write_text(path.read_text().replace(CHECKOUT_ROW, changed) + UNKNOWN_GRPC_ROW)
+        again = GeneratorConfig(**{**config.__dict__, "out": tmp_path / name})
+        outs[name] = generate(again, seeds_dir=seeds), again.out
+    (plain_stats, plain), (stats, mixed) = outs["plain"], outs["mixed"]
+    written = (mixed / "seeds" / "consumer_groups.csv").read_text()
+    expected = (plain / "seeds" / "consumer_groups.csv").read_text() + UNKNOWN_GRPC_ROW
+    assert written == expected
+    assert written.count("\ncheckout-push,") == 1 and written.endswith(
+        SEED_ROWS_5X + UNKNOWN_GRPC_ROW
+    )
+    assert plain_stats.grpc5["seed_rows_replaced"] == []
+    assert stats.grpc5["seed_rows_replaced"] == ["checkout-push"]
+    theirs, ours = _landing_files(mixed), _landing_files(plain)
+    assert theirs.pop("generation.json") != ours.pop("generation.json")  # seed_rows_replaced
+    assert theirs == ours
+    generation = json.loads((mixed / "generation.json").read_text())
+    assert generation["true_schedules"]["mislabeled-exp"] == "EXPONENTIAL"
+    assert generation["true_schedules"]["mislabeled-push"] == "DOCUMENTED_LADDER"
+    assert "legacy-grpc" not in generation["true_schedules"]
+    truth = {row["consumer_group"] for row in read_ground_truth(mixed)}
+    assert set(GROUPS_5) <= truth and "legacy-grpc" not in truth
+
+
+def test_a_remoting_row_named_like_a_5x_group_is_refused_with_5x_traffic(tmp_path: Path):
+    seeds = _project_seeds(tmp_path / "seeds", grpc=False)
+    with (seeds / "consumer_groups.csv").open("a") as handle:
+        handle.write(
+            "ledger-fifo,CLUSTERING,ORDERLY,3,1000,1,0,DefaultCluster,remoting-4.9,15,,,,\n"
+        )
+    config = GeneratorConfig(out=tmp_path / "out", messages=30, grpc5_messages=10)
+    with pytest.raises(ConfigError, match=r"ledger-fifo has client_line remoting-4\.9"):
+        generate(config, seeds_dir=seeds)
+    assert not (tmp_path / "out").exists()
+    plain = GeneratorConfig(out=tmp_path / "plain", messages=30)  # without 5.x traffic: its own
+    generate(plain, seeds_dir=seeds)
+    assert "ledger-fifo" in {row["consumer_group"] for row in read_ground_truth(plain.out)}
+
+
+# the CLI's default 5.x traffic --------------------------------------------------------------
+def test_generate_publishes_a_fifth_to_the_5x_groups_by_default(tmp_path: Path, capsys):
+    assert main(["generate", "--out", str(tmp_path / "a"), "--messages", "60"]) == 0
+    written = json.loads((tmp_path / "a" / "generation.json").read_text())
+    assert written["config"]["grpc5_messages"] == 12
+    assert written["stats"]["grpc5"]["messages"] == 12
+    assert "5.x gRPC groups: 12 messages" in capsys.readouterr().out
+    args = ["generate", "--out", str(tmp_path / "b"), "--messages", "60", "--grpc5-messages", "0"]
+    assert main(args) == 0
+    assert (
+        "grpc5_messages"
+        not in json.loads((tmp_path / "b" / "generation.json").read_text())["config"]
+    )
+    assert not (tmp_path / "b" / "otel").exists()
+    args[-1] = "-1"
+    assert main(args) == 2
+    assert "--grpc5-messages must be 0 or more" in capsys.readouterr().err
+    assert grpc5_messages_for(3000, None) == 600 and grpc5_messages_for(3000, 7) == 7
+    assert grpc5_messages_for(4, None) == 0
+
+
+def test_the_demo_takes_grpc5_messages():
+    demo = _parser().parse_args(["demo"])
+    assert demo.grpc5_messages is None and demo.messages == 3000
+    assert _parser().parse_args(["demo", "--grpc5-messages", "0"]).grpc5_messages == 0
+    assert GeneratorConfig(out=Path(".")).grpc5_messages == 0  # library callers: none
+
+
+# dead letters seen on one side --------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("evidence", "entered", "last_line", "observed", "reason"),
+    [
+        ("BOTH", 900, 1000, 5, None),
+        ("NONE", 900, 1000, 4, None),
+        ("PREDICTED", 900, None, 5, "GROUP_NOT_EXPORTED"),
+        ("PREDICTED", 1001, 1000, 5, "AFTER_EXPORT_WINDOW"),
+        ("PREDICTED", 1000, 1000, 5, "LOG_LINE_MISSING"),
+        ("PREDICTED", 900, 1000, 1, "LOG_LINE_MISSING"),
+        ("OBSERVED", 900, 1000, 0, "NOT_IN_TRACE"),
+        ("OBSERVED", 900, 1000, 4, "LAST_DELIVERY_NOT_IN_TRACE"),
+        (None, None, 1000, 3, None),
+    ],
+)
+def test_the_reason_of_a_one_sided_5x_dead_letter(evidence, entered, last_line, observed, reason):
+    assert reconciliation_reason(evidence, entered, last_line, observed) == reason
+
+
+def _dead_letter(simulation, number: int, landed: list[bool], logged: bool, forwarded: int):
+    """A notify-exp lifecycle of len(landed) failed deliveries, forwarded to the DLQ."""
+    group = simulation.groups["notify-exp"]
+    message = Message5(
+        group,
+        BEHAVIOURS5["notify-exp"],
+        f"MSG{number:02d}",
+        1000,
+        "t",
+        "p",
+        None,
+        (),
+        10,
+        None,
+        True,
+    )
+    lifecycle = Lifecycle5(message)
+    instance = simulation.instances["notify-exp"][0]
+    for attempt, seen in enumerate(landed, start=1):
+        start = 10_000 * attempt
+        delivery = Delivery5(lifecycle, attempt, start, start + 50, "FAILURE", None, instance, "s")
+        delivery.landed = seen
+        lifecycle.deliveries.append(delivery)
+    lifecycle.terminal, lifecycle.terminal_ms = "DLQ", forwarded
+    lifecycle.dlq_reconsume_times = len(landed) + 1
+    lifecycle.dlq_logged = logged
+    return lifecycle
+
+
+def test_5x_truth_rows_give_the_evidence_and_reason(tmp_path: Path):
+    simulation = _Simulation(
+        tmp_path,
+        messages=0,
+        seed=1,
+        start_ms=0,
+        end_ms=HOUR,
+        watermark_ms=HOUR,
+        compression="none",
+    )
+    simulation.last_dlq_line_ms = 200_000
+    cases = [
+        ([True] * 5, True, 100_000, "BOTH", None),
+        ([True] * 5, False, 100_000, "PREDICTED", "LOG_LINE_MISSING"),
+        ([False, True, True, True, True], False, 250_000, "PREDICTED", "AFTER_EXPORT_WINDOW"),
+        ([True, True, False, True, False], True, 100_000, "OBSERVED", "LAST_DELIVERY_NOT_IN_TRACE"),
+        ([False] * 5, True, 100_000, "OBSERVED", "NOT_IN_TRACE"),
+        ([True, True, True, True, False], False, 100_000, "NONE", None),
+    ]
+    for number, (landed, logged, forwarded, evidence, reason) in enumerate(cases):
+        simulation.lifecycles.append(_dead_letter(simulation, number, landed, logged, forwarded))
+        row = simulation._truth_row(simulation.lifecycles[-1])
+        assert (row["dlq_evidence"], row["reconciliation_reason"]) == (evidence, reason), number
+        assert row["final_state"] == "DLQ" and row["dlq_reconsume_times"] == 6
+        assert row["dlq_entered_ms"] == forwarded and row["observed_deliveries"] == sum(landed)
+    simulation.last_dlq_line_ms = None  # no broker DLQ line landed at all
+    row = simulation._truth_row(simulation.lifecycles[1])
+    assert (row["dlq_evidence"], row["reconciliation_reason"]) == (
+        "PREDICTED",
+        "GROUP_NOT_EXPORTED",
+    )
+    simulation.last_dlq_line_ms = 200_000
+    simulation.write_truth()
+    assert simulation.dlq_evidence == {
+        "BOTH": 1,
+        "PREDICTED:LOG_LINE_MISSING": 1,
+        "PREDICTED:AFTER_EXPORT_WINDOW": 1,
+        "OBSERVED:LAST_DELIVERY_NOT_IN_TRACE": 1,
+        "OBSERVED:NOT_IN_TRACE": 1,
+        "NONE": 1,
+    }
+
+
+def test_the_run_reasons_its_one_sided_dead_letters_from_the_landing(run, landing: Landing):
+    """Each 5.x dead letter's evidence and reason follow from the landing as written: the latest
+    storeTimestamp of every broker DLQ line, and which of its deliveries left a span or event;
+    the counts are in the stats. A DLQ copy counts a+1 (a the attempts), a FIFO forward 1."""
+    _, stats = run
+    last_line = max(stored for lines in landing.dlq_lines.values() for _, stored, _ in lines)
+    counts: Counter = Counter()
+    for key, row in landing.truth.items():
+        if row["final_state"] != "DLQ":
+            assert row["reconciliation_reason"] is None
+            continue
+        fifo = key[0] in ("ledger-fifo", "cloud-fifo")
+        assert row["dlq_reconsume_times"] == (1 if fifo else row["deliveries"] + 1), row
+        evidence, reason = row["dlq_evidence"], row["reconciliation_reason"]
+        seen = {a.start for a in landing.spans.get(key, []) + landing.events.get(key, [])}
+        if evidence == "PREDICTED":
+            assert not row["dlq_logged"]
+            assert reason == (
+                "AFTER_EXPORT_WINDOW" if row["dlq_entered_ms"] > last_line else "LOG_LINE_MISSING"
+            ), row
+        elif evidence == "OBSERVED":
+            assert row["dlq_logged"] and not row["trace_complete"]
+            assert reason == ("NOT_IN_TRACE" if not seen else "LAST_DELIVERY_NOT_IN_TRACE"), row
+        else:
+            assert reason is None
+        counts[evidence + (f":{reason}" if reason else "")] += 1
+    assert (
+        stats.grpc5["dlq_evidence"]
+        == dict(sorted(counts.items()))
+        == {
+            "BOTH": 14,
+            "OBSERVED:LAST_DELIVERY_NOT_IN_TRACE": 6,
+            "PREDICTED:AFTER_EXPORT_WINDOW": 13,
+        }
+    )
+
+
+def test_oom_poison_messages_lose_some_records(run, landing: Landing):
+    """notify-exp's and report-simple's heap-exhausting poison messages fail with an
+    OutOfMemoryError, and half of those failures leave no span or consume event."""
+    _, stats = run
+    assert stats.grpc5["oom_messages"] == 6
+    assert stats.grpc5["consume_events_lost"] == 6
+    oom = 0
+    for attempts in landing.events.values():
+        for attempt in attempts:
+            if attempt.event.get("error_class") == "java.lang.OutOfMemoryError":
+                assert attempt.event["consumer_group"] == "report-simple"
+                assert attempt.event["result"] == "EXCEPTION"
+                oom += 1
+    assert oom >= 1
+    exceptions = Counter(
+        item["value"]["stringValue"]
+        for _, scope, span in _spans(run[0].out)
+        for event in span.get("events", [])
+        for item in event["attributes"]
+        if item["key"] == "exception.type"
+    )
+    assert exceptions["java.lang.OutOfMemoryError"] >= 1
