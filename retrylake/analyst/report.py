@@ -3,7 +3,8 @@
 The marts are read with DuckDB (no Java); charts are inline SVG and the page has no script,
 font or style from the network, so it opens anywhere, offline. The DLQ section's reasons for
 one-sided dead letters and its max reconsume drift need the `reconciliation_reason` column and
-the `dlq_reconciliation` mart; on a lakehouse built before them those parts are left out.
+the `dlq_reconciliation` mart; on a lakehouse built before them those parts are left out, as is
+the retry schedule fit section on a lakehouse without the `schedule_fit` mart.
 """
 
 from __future__ import annotations
@@ -59,6 +60,34 @@ DRIFT_COLUMNS = {
     "effective_max_reconsume_times",
     "implied_max_reconsume_times",
     "max_reconsume_drift",
+}
+
+# The default of the dbt var `schedule_fit_min_redeliveries`: the mart names a group's best fit
+# from this many redeliveries on. The report only says so; the mart decides.
+SCHEDULE_FIT_MIN_REDELIVERIES = 20
+
+SCHEDULE_FIT_SQL = """
+select
+    consumer_group,
+    any_value(client_line) as client_line,
+    coalesce(
+        max(sample_size) filter (where candidate_schedule = 'CONFIGURED'), max(sample_size)
+    ) as redeliveries,
+    max(fit_share) filter (where candidate_schedule = 'CONFIGURED') as configured_fit_share,
+    any_value(best_fit_schedule) as best_fit_schedule,
+    max(fit_share) filter (where candidate_schedule = best_fit_schedule) as best_fit_share
+from schedule_fit
+group by consumer_group
+order by consumer_group
+"""
+
+SCHEDULE_FIT_COLUMNS = {
+    "consumer_group",
+    "client_line",
+    "candidate_schedule",
+    "sample_size",
+    "fit_share",
+    "best_fit_schedule",
 }
 
 REDELIVERY_LAG_SQL = """
@@ -225,11 +254,19 @@ def _seconds(ms: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _table(columns: list[str], rows: list[tuple], css_class: str = "") -> str:
+def _table(
+    columns: list[str],
+    rows: list[tuple],
+    css_class: str = "",
+    row_classes: list[str] | None = None,
+) -> str:
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
+    classes = row_classes or [""] * len(rows)
     body = "".join(
-        "<tr>" + "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in row) + "</tr>"
-        for row in rows
+        (f'<tr class="{escape(row_class)}">' if row_class else "<tr>")
+        + "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in row)
+        + "</tr>"
+        for row, row_class in zip(rows, classes, strict=True)
     )
     if not rows:
         body = f'<tr><td colspan="{len(columns)}" class="empty">none</td></tr>'
@@ -324,6 +361,80 @@ def _dlq_section(connection) -> str:
         + chart
         + _one_sided_part(connection)
         + _drift_part(connection)
+    )
+
+
+def _share(value) -> str:
+    return "\u2014" if value is None else f"{float(value):.0%}"
+
+
+def _schedule_fit_section(connection) -> str:
+    """One row per group: how its redelivery gaps fit the configured schedule and the best
+    fitting one; groups whose best fit is not the configured schedule are listed above the table.
+    Empty on a lakehouse without the `schedule_fit` mart."""
+    if not _columns(connection, "schedule_fit").issuperset(SCHEDULE_FIT_COLUMNS):
+        return ""
+    rows = connection.execute(SCHEDULE_FIT_SQL).fetchall()
+    table_rows, row_classes, mismatched = [], [], []
+    for group, client_line, redeliveries, configured, best, best_share in rows:
+        if best is None:
+            seed_row = "\u2014"
+        elif best == "CONFIGURED":
+            seed_row = "matches"
+        else:
+            seed_row = f"does not match: runs on {best}"
+            mismatched.append((group, client_line, redeliveries, configured, best, best_share))
+        table_rows.append(
+            (
+                group,
+                client_line,
+                redeliveries,
+                _share(configured),
+                "\u2014" if best is None else best,
+                _share(best_share) if best is not None else "\u2014",
+                seed_row,
+            )
+        )
+        row_classes.append("mismatch" if best not in (None, "CONFIGURED") else "")
+    table = _table(
+        [
+            "consumer group",
+            "client line",
+            "redeliveries",
+            "configured fit share",
+            "best fit",
+            "best fit share",
+            "seed row",
+        ],
+        table_rows,
+        "schedule-fit",
+        row_classes,
+    )
+    warning = ""
+    if mismatched:
+        items = "".join(
+            f"<li>{escape(group)}"
+            + (f" ({escape(client_line)})" if client_line else "")
+            + f": seed row does not match: runs on {escape(best)}, which fits "
+            f"{_share(best_share)} of its {redeliveries:,} redeliveries; the configured "
+            f"schedule fits {_share(configured)}.</li>"
+            for group, client_line, redeliveries, configured, best, best_share in mismatched
+        )
+        warning = (
+            '<div class="warning"><p><strong>Seed row does not match how the group really '
+            f"retries ({len(mismatched)} of {len(rows)} groups).</strong> The rules time "
+            "these groups' redeliveries by the configured schedule, which they do not run "
+            "on; check each consumer's retry settings and its row in "
+            "seeds/consumer_groups.csv.</p>"
+            f'<ul class="mismatch">{items}</ul></div>'
+        )
+    return (
+        "<h2>Retry schedule fit</h2><p>Each group's observed redelivery gaps, from a failed "
+        "delivery to the next, against each candidate schedule: the one its settings configure, "
+        "the broker's delay levels, the gRPC client's ladder, the documented ladder and the "
+        "exponential policy. The best fit is named from "
+        f"{SCHEDULE_FIT_MIN_REDELIVERIES} redeliveries on; groups with fewer "
+        "show \u2014 in its place.</p>" + warning + table
     )
 
 
@@ -445,6 +556,8 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 th { background: #f3f3f3; } td.empty { color: #888; }
 table.ids td:nth-child(2), table.ids td:nth-child(3) { font-family: monospace; }
 .summary span { display: inline-block; margin-right: 24px; }
+.warning { border-left: 4px solid #c77700; background: #fff6e5; padding: 4px 12px; }
+tr.mismatch td { background: #fff6e5; } tr.mismatch td:last-child { font-weight: 600; }
 """
 
 
@@ -459,6 +572,7 @@ def render_report(lakehouse: Lakehouse) -> str:
         sections = [
             _ladder_section(connection),
             _dlq_section(connection),
+            _schedule_fit_section(connection),
             _lag_section(connection),
             _time_to_success_section(connection),
             _most_failed_section(connection),
