@@ -21,6 +21,9 @@
 {%- set pubs = ref('stg_trace__pub') %}
 {%- set records = ref('stg_trace__records') %}
 {%- set dlq_copies = ref('stg_dlq__messages') %}
+{%- set process_spans = ref('stg_otel__process_spans') %}
+{%- set consume_events = ref('stg_landing__consume_event_lines') %}
+{%- set broker_log_lines = ref('stg_landing__broker_log_lines') %}
 
 {% if not incremental_run %}
 
@@ -87,7 +90,7 @@
             consumer_group,
             msg_id,
             consume_started_at
-        from {{ ref('stg_otel__process_spans') }}
+        from {{ process_spans }}
         where load_id > {{ processed_otel }} and span_error is null
 
         union all
@@ -96,7 +99,7 @@
             consumer_group,
             msg_id,
             consume_started_at
-        from {{ ref('stg_landing__consume_event_lines') }}
+        from {{ consume_events }}
         where load_id > {{ processed_events }} and line_error is null
     ),
 
@@ -104,7 +107,7 @@
         select distinct
             consumer_group,
             msg_id
-        from {{ ref('stg_landing__broker_log_lines') }}
+        from {{ broker_log_lines }}
         where load_id > {{ processed_broker_logs }} and line_kind = 'DLQ' and line_error is null
     ),
 
