@@ -46,7 +46,8 @@
 {#- The delay a gRPC decision waits, from the failure, or null when it acts at once:
     - SimpleConsumer: the message is visible again when its invisible duration, counted from
       the receive or the last changeInvisibleDuration, runs out: the interval is that duration
-      minus the processing time, and a timeout retries at once (seed 002, §8.5);
+      minus the processing time, and a timeout retries at once (seed 002, §8.5), so the delay
+      is negative when the message was received again before the failed call returned;
     - push FIFO: a local retry after the policy's delay (grpc-5) or the fixed interval
       (cloud-5); the client forwards the last failure to the DLQ at once (§8.3);
     - push non-FIFO: the nack's invisible duration; after the last attempt the proxy forwards
@@ -55,7 +56,7 @@
                                 visible_again_at, policy_delay_ms, fifo_retry_interval_ms) -%}
     case
         when {{ consumer_kind }} = 'SIMPLE'
-            then greatest(unix_millis({{ visible_again_at }}) - unix_millis({{ failed_at }}), 0)
+            then unix_millis({{ visible_again_at }}) - unix_millis({{ failed_at }})
         when {{ consume_mode }} = 'ORDERLY' and {{ decision }} = 'LOCAL_RETRY'
             then if({{ client_line }} = 'cloud-5', {{ fifo_retry_interval_ms }}, {{ policy_delay_ms }})
         when {{ consume_mode }} = 'ORDERLY' then null

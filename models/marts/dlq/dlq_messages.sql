@@ -137,6 +137,12 @@ export_windows as (
     group by dlq_topic
 ),
 
+-- What the 5.x brokers' logs cover: a forward after their latest DLQ line was not yet logged.
+broker_log_window as (
+    select max(stored_at) as log_last_stored_at
+    from broker_forwards
+),
+
 -- What the copies say about each group's real maxReconsumeTimes: a copy written by the count
 -- cut-off stores the failed delivery's count + 1 (broker path, §1.2) or its own count (orderly
 -- 4.9.x client, §3.5), so that count is the max the consumer ran with. Client-fallback copies
@@ -266,6 +272,7 @@ with_context as (
         consumer_groups.consume_timeout_minutes,
         consumer_groups.effective_max_reconsume_times,
         consumer_groups.broker_version,
+        {{ is_grpc_client_line('consumer_groups.client_line') }} as is_grpc,
         {{ failed_reconsume_times(
             'matched.observed_reconsume_times',
             'consumer_groups.consume_mode',
@@ -273,7 +280,8 @@ with_context as (
         ) }} as observed_failed_reconsume_times,
         coalesce(implied_max.max_reconsume_drift, false) as max_reconsume_drift,
         implied_max.implied_max_reconsume_times,
-        export_windows.export_last_stored_at
+        export_windows.export_last_stored_at,
+        broker_log_window.log_last_stored_at
     from matched
     left join lifecycles
         on
@@ -285,6 +293,7 @@ with_context as (
         on matched.consumer_group = implied_max.consumer_group
     left join export_windows
         on matched.dlq_topic = export_windows.dlq_topic
+    cross join broker_log_window
 ),
 
 -- The traced failure an observed-only copy came from: a failed delivery at the count the copy
@@ -324,6 +333,18 @@ reconciled as (
         *,
         case
             when evidence = 'BOTH' then null
+            -- a 5.x group's dead letters are seen in the brokers' DLQ log (or an export)
+            when
+                is_grpc and evidence = 'PREDICTED'
+                and coalesce(log_last_stored_at, export_last_stored_at) is null
+                then 'GROUP_NOT_EXPORTED'
+            when
+                is_grpc and evidence = 'PREDICTED'
+                and predicted_entered_dlq_at > greatest(log_last_stored_at, export_last_stored_at)
+                then 'AFTER_EXPORT_WINDOW'
+            when is_grpc and evidence = 'PREDICTED' then 'LOG_LINE_MISSING'
+            when is_grpc and not is_traced then 'NOT_IN_TRACE'
+            when is_grpc then 'LAST_DELIVERY_NOT_IN_TRACE'
             when evidence = 'PREDICTED' and export_last_stored_at is null
                 then 'GROUP_NOT_EXPORTED'
             when evidence = 'PREDICTED' and predicted_entered_dlq_at > export_last_stored_at
@@ -446,10 +467,12 @@ final as (
         reconciled.msg_id,
         reconciled.dlq_entry_number,
         -- The Pub's offset id for a normal message; else the broker-path copy's
-        -- ORIGIN_MESSAGE_ID (an offset id; on client paths it is the msgId, §3.4, §3.5).
+        -- ORIGIN_MESSAGE_ID (an offset id; on client paths it is the msgId, §3.4, §3.5; a
+        -- gRPC copy's names the last pop-retry copy, §8.3, so lineage runs through msg_id).
         coalesce(
             reconciled.published_origin_msg_id,
             case
+                when reconciled.is_grpc then null
                 when reconciled.observed_origin_msg_id <> reconciled.msg_id
                     then reconciled.observed_origin_msg_id
             end
