@@ -81,18 +81,22 @@ rejected_grpc_lines as (
     where line_error is not null
 ),
 
+-- A line's process spans that lack what a delivery needs, as one row per line.
 rejected_spans as (
     select
         'otel' as source,
         source_file as file,
         line_number as line,
-        -- a span is a record of its line, but has no index: the quarantine names its ids
         -1 as record_index,
         cast(null as string) as raw_text,
-        span_error || ' (trace ' || coalesce(trace_id, 'null') || ', span '
-        || coalesce(span_id, 'null') || ')' as reason
+        count(*) || ' process span(s) unusable, first: ' || min_by(
+            span_error || ' (trace ' || coalesce(trace_id, 'null') || ', span '
+            || coalesce(span_id, 'null') || ')',
+            span_error
+        ) as reason
     from {{ ref('stg_otel__process_spans') }}
     where span_error is not null
+    group by source_file, line_number
 ),
 
 rejected_records as (
