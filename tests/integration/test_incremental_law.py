@@ -6,13 +6,15 @@ Batches are made of landing *lines*, re-packed into new files, so a split can cu
 file, deliver a lifecycle's records in reverse order, hold a Pub back until after its message
 was consumed, hold SubAfters back for a later batch, and replay old trace messages a day late.
 The dlq/ export's lines ride in the same batches, into dlq/ files: before or after the trace of
-their messages."""
+their messages; so do the 5.x gRPC groups' span batches, listener events and broker log lines,
+into otel/, consume_events/ and broker_logs/ files."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -28,16 +30,36 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 # Compared besides the fact marts: the effective configuration (and the quarantine, below).
 CONFIG_MARTS = ("consumer_groups", "delay_levels")
 # rebuilt whole on every run, from the fact marts and the dlq/ copies
-DLQ_MARTS = ("dlq_messages", "dlq_reconciliation")
+DLQ_MARTS = ("dlq_messages", "dlq_reconciliation", "schedule_fit")
 DAY_MS = 86_400_000
+# The 5.x gRPC feeds; their lines travel in the batches as "<feed>\0<line>".
+GRPC_FEEDS = {"otel": ".jsonl", "consume_events": ".jsonl", "broker_logs": ".log"}
 
 
-def _read_lines(landing: Path, feed: str = "trace") -> list[str]:
+def _read_lines(landing: Path, feed: str = "trace", pattern: str = "*.jsonl*") -> list[str]:
     lines = []
-    for path in sorted((landing / feed).rglob("*.jsonl*")):
+    for path in sorted((landing / feed).rglob(pattern)):
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         lines += raw.decode("utf-8").splitlines()
     return lines
+
+
+def _grpc_feed(line: str) -> str | None:
+    feed = line.split("\0", 1)[0]
+    return feed if feed in GRPC_FEEDS and "\0" in line else None
+
+
+def _grpc_ms(line: str) -> int:
+    """A 5.x line's time: a span batch's first start, an event's end, a log line's store time."""
+    feed, text = line.split("\0", 1)
+    if feed == "broker_logs":
+        found = re.search(r"storeTimestamp=([0-9]+)", text)
+        return int(found.group(1)) if found else 0
+    found = re.search(r'"(?:startTimeUnixNano|ts_end)":"?([0-9]+)', text)
+    if not found:
+        return 0
+    value = int(found.group(1))
+    return value // 1_000_000 if feed == "otel" else value
 
 
 def _kinds(line: str) -> set[str]:
@@ -50,6 +72,8 @@ def _kinds(line: str) -> set[str]:
 
 
 def _store_ms(line: str) -> int:
+    if _grpc_feed(line):
+        return _grpc_ms(line)
     try:
         return int(json.loads(line)["storeTimestamp"])
     except (json.JSONDecodeError, KeyError, ValueError):
@@ -57,19 +81,25 @@ def _store_ms(line: str) -> int:
 
 
 def _is_dlq_copy(line: str) -> bool:
-    return '"offsetMsgId"' in line
+    return '"offsetMsgId"' in line and not _grpc_feed(line)
 
 
 def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
-    for feed, feed_lines in (
-        ("trace", [line for line in lines if not _is_dlq_copy(line)]),
-        ("dlq", [line for line in lines if _is_dlq_copy(line)]),
-    ):
+    plain = [line for line in lines if not _grpc_feed(line)]
+    feeds = [
+        ("trace", ".jsonl", [line for line in plain if not _is_dlq_copy(line)]),
+        ("dlq", ".jsonl", [line for line in plain if _is_dlq_copy(line)]),
+    ]
+    feeds += [
+        (feed, suffix, [line.split("\0", 1)[1] for line in lines if _grpc_feed(line) == feed])
+        for feed, suffix in GRPC_FEEDS.items()
+    ]
+    for feed, suffix, feed_lines in feeds:
         folder = landing / feed / f"batch-{number:02d}"
         folder.mkdir(parents=True)
         half = len(feed_lines) // 2  # one plain and one gzipped file per batch
-        (folder / "part-0.jsonl").write_text("".join(line + "\n" for line in feed_lines[:half]))
-        (folder / "part-1.jsonl.gz").write_bytes(
+        (folder / f"part-0{suffix}").write_text("".join(line + "\n" for line in feed_lines[:half]))
+        (folder / f"part-1{suffix}.gz").write_bytes(
             gzip.compress("".join(line + "\n" for line in feed_lines[half:]).encode(), mtime=0)
         )
 
@@ -102,19 +132,26 @@ def landing_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             malformed_share=0.002,
             duplicate_share=0.01,
             dlq_export=True,
+            grpc5_messages=500,
         ),
         seeds_dir=PROJECT_DIR / "seeds",
     )
     lines = _read_lines(out)
     dlq_lines = _read_lines(out, "dlq")
     assert dlq_lines and all(_is_dlq_copy(line) for line in dlq_lines)
+    grpc_lines = [
+        f"{feed}\0{line}"
+        for feed, suffix in GRPC_FEEDS.items()
+        for line in _read_lines(out, feed, f"*{suffix}*")
+    ]
+    assert {_grpc_feed(line) for line in grpc_lines} == set(GRPC_FEEDS)
     # Late duplicates of old trace messages: the first consumer trace messages again, a day on.
     replayed = [
         json.dumps({**json.loads(line), "storeTimestamp": _store_ms(line) + DAY_MS})
         for line in lines[:400]
         if "SubBefore" in _kinds(line)
     ][:20]
-    return lines + dlq_lines + replayed
+    return lines + dlq_lines + grpc_lines + replayed
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,13 @@
 """`retrylake serve` as users run it: a separate process, the plain dbt CLI against its
-`server` target, a HiveServer2 client reading the marts, and a clean stop on SIGTERM."""
+`server` target, a HiveServer2 client reading the marts, and a clean stop on SIGTERM. The served
+landing holds the sample's trace and a few 5.x gRPC groups' spans, events and broker logs."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.sim.sample import write_sample
+from retrylake.sim import grpc5
+from retrylake.sim.sample import END_MS, START_MS, write_sample
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import free_port
 
@@ -38,7 +42,22 @@ def _listeners(port: int) -> set[str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("served")
-    sample = write_sample(root / "lakehouse" / "landing")
+    landing = root / "lakehouse" / "landing"
+    sample = write_sample(landing)
+    # 5.x gRPC traffic over the same hours, nothing after the sample's watermark
+    grpc = root / "grpc5"
+    grpc5.generate_grpc5(
+        grpc,
+        messages=150,
+        seed=3,
+        start_ms=START_MS,
+        end_ms=END_MS,
+        watermark_ms=sample.watermark_ms,
+        compression="none",
+    )
+    for feed in ("otel", "consume_events", "broker_logs"):
+        shutil.copytree(grpc / feed, landing / feed, dirs_exist_ok=True)
+    grpc_truth = [json.loads(line) for line in (grpc / "ground_truth.jsonl").open()]
     port = free_port()
     # Files, not pipes: a pipe nobody reads fills up and blocks the server's logging.
     out, err = (root / "serve.out").open("w"), (root / "serve.err").open("w")
@@ -54,7 +73,13 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             assert process.poll() is None, (root / "serve.err").read_text()
             assert time.monotonic() < deadline, "the server did not start in 5 minutes"
             time.sleep(0.5)
-        yield {"root": root, "port": port, "sample": sample, "process": process}
+        yield {
+            "root": root,
+            "port": port,
+            "sample": sample,
+            "grpc_truth": grpc_truth,
+            "process": process,
+        }
     finally:
         if process.poll() is None:
             process.kill()
@@ -114,9 +139,14 @@ def test_a_hiveserver2_client_reads_the_marts_and_the_udfs(server):
         cursor = connection.cursor()
         cursor.execute(
             "select consumer_group, msg_id, origin_msg_id, deliveries, final_state "
-            "from message_lifecycles"
+            "from message_lifecycles where client_line not in ('grpc-5', 'cloud-5')"
         )
         served = sorted(cursor.fetchall())
+        cursor.execute(
+            "select consumer_group, msg_id, deliveries, final_state from message_lifecycles "
+            "where client_line in ('grpc-5', 'cloud-5')"
+        )
+        served_grpc = {(group, msg): (n, state) for group, msg, n, state in cursor.fetchall()}
         cursor.execute("select size(parse_delay_levels('1s 5s 2h'))")
         assert cursor.fetchall() == [(3,)]
     expected = sorted(
@@ -130,6 +160,14 @@ def test_a_hiveserver2_client_reads_the_marts_and_the_udfs(server):
         for lifecycle in sample.lifecycles
     )
     assert served == expected
+    # the 5.x lifecycles whose every delivery landed, as the generator says they ended
+    complete = {
+        (row["consumer_group"], row["msg_id"]): (row["deliveries"], row["final_state"])
+        for row in server["grpc_truth"]
+        if row["trace_complete"]
+    }
+    assert len(complete) > 100
+    assert {key: served_grpc.get(key) for key in complete} == complete
 
 
 def test_sigterm_stops_the_server_and_frees_the_port(server):
