@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,8 +84,15 @@ def test_demo_generates_builds_and_agrees_with_its_ground_truth(project: Path, t
     agreement = next(
         line for line in result.stdout.splitlines() if "agreeing with the generator" in line
     )
-    agreeing, total = agreement.split(": ")[1].split(" of ")
-    assert agreeing == total.split()[0] and int(agreeing.replace(",", "")) > 400
+    counts = [
+        (int(agreeing.replace(",", "")), int(total.replace(",", "")))
+        for agreeing, total in re.findall(r"([\d,]+) of ([\d,]+)", agreement)
+    ]
+    (all_agreeing, all_total), (grpc5_agreeing, grpc5_total) = counts
+    # the 4.x groups agree exactly; a 5.x lifecycle may lose its spans or events on purpose, and
+    # one 5.x group's seed misnames its retry policy on purpose
+    assert all_agreeing - grpc5_agreeing == all_total - grpc5_total > 400
+    assert grpc5_total > 0 and grpc5_agreeing >= 0.9 * grpc5_total
 
 
 # Day-one mistakes stop before dbt or Spark starts: one line, no traceback, seconds not minutes.

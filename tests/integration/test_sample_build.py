@@ -14,6 +14,7 @@ import pytest
 
 from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
+from retrylake.sim.grpc5 import GRPC5_GROUPS
 from retrylake.sim.sample import GROUPS, write_sample
 from spark_udfs import DEFAULT_DELAY_LEVELS
 from tests.conftest import PROJECT_DIR
@@ -341,7 +342,7 @@ def test_consumer_groups_and_delay_levels(spark, sample):
             ],
         )
     }
-    assert set(groups) == set(GROUPS)
+    assert set(groups) == set(GROUPS) | {group.name for group in GRPC5_GROUPS}
     assert groups["notification-push"]["settings_source"] == "default"
     assert [name for name, row in groups.items() if row["settings_source"] == "default"] == [
         "notification-push"
@@ -589,7 +590,7 @@ def test_docs_generate_describes_every_mart_column(spark, sample, lakehouse):
         for node in manifest["nodes"].values()
         if node["resource_type"] == "model" and node["schema"] == "retrylake"
     ]
-    assert len(marts) == 10
+    assert len(marts) == 12
     for node in marts:
         assert node["description"], node["name"]
         built = catalog["nodes"][node["unique_id"]]["columns"]

@@ -46,7 +46,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     sample = write_sample(landing)
     # 5.x gRPC traffic over the same hours, nothing after the sample's watermark
     grpc = root / "grpc5"
-    grpc5.generate_grpc5(
+    shutil.copytree(PROJECT_DIR / "seeds", grpc / "seeds")  # the generator adds its groups there
+    result = grpc5.generate_grpc5(
         grpc,
         messages=150,
         seed=3,
@@ -55,6 +56,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         watermark_ms=sample.watermark_ms,
         compression="none",
     )
+    assert result.stats["seed_rows_replaced"] == []  # the project's seed already lists them
     for feed in ("otel", "consume_events", "broker_logs"):
         shutil.copytree(grpc / feed, landing / feed, dirs_exist_ok=True)
     grpc_truth = [json.loads(line) for line in (grpc / "ground_truth.jsonl").open()]
