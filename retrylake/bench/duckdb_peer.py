@@ -75,8 +75,9 @@ class PeerError(RuntimeError):
 def landing_files(landing: Path, feed: str) -> tuple[list[Path], list[Path]]:
     """The files of a feed the build reads, readable and not (a truncated or corrupt gzip).
 
-    Hidden names (starting with ``.`` or ``_``, in the file or a folder under the feed) are files
-    still being written or the writer's markers, which Spark's listing skips too.
+    Hidden names (starting with ``.``, or ``_`` without a ``=``, in the file or a folder under
+    the feed) are files still being written or a writer's markers, which Spark's listing skips
+    too.
     """
     _, suffixes = FEEDS[feed]
     root = landing / feed
@@ -84,8 +85,7 @@ def landing_files(landing: Path, feed: str) -> tuple[list[Path], list[Path]]:
         return [], []
     readable, unreadable = [], []
     for path in sorted(root.rglob("*")):
-        parts = path.relative_to(root).parts
-        if not path.is_file() or any(part[0] in "._" for part in parts):
+        if not path.is_file() or any(map(_is_hidden, path.relative_to(root).parts)):
             continue
         # an empty file has no line to read (and an empty .gz is no gzip stream)
         if not path.name.endswith(suffixes) or path.stat().st_size == 0:
@@ -95,6 +95,10 @@ def landing_files(landing: Path, feed: str) -> tuple[list[Path], list[Path]]:
         else:
             readable.append(path)
     return readable, unreadable
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".") or (name.startswith("_") and "=" not in name)
 
 
 def _gzip_is_whole(path: Path) -> bool:
