@@ -64,7 +64,7 @@
     coalesce(
     {%- for key in keys %}
         {{ otlp_value_text(
-            "element_at(filter(" ~ attributes ~ ", attribute -> attribute.key = '" ~ key ~ "'), 1).value"
+            "try_element_at(filter(" ~ attributes ~ ", attribute -> attribute.key = '" ~ key ~ "'), 1).value"
         ) }}{{ "," if not loop.last }}
     {%- endfor %}
     )

@@ -75,7 +75,7 @@ named as (
         coalesce(spans.span.status.code in ('2', 'STATUS_CODE_ERROR'), false) as is_error,
         exists(spans.span.events, span_event -> span_event.name = 'exception') as has_exception,
         {{ otlp_attribute(
-            "element_at(filter(spans.span.events, span_event -> span_event.name = 'exception'), 1).attributes",
+            "try_element_at(filter(spans.span.events, span_event -> span_event.name = 'exception'), 1).attributes",
             ['exception.type']
         ) }} as exception_type,
         {{ otlp_attribute('span.attributes', ['messaging.system']) }} as messaging_system,
