@@ -9,15 +9,18 @@ from __future__ import annotations
 import base64
 import functools
 import ipaddress
-import json
 import struct
 from dataclasses import dataclass
+
+# the string escaping json.dumps(ensure_ascii=False) uses, for lines written by hand
+from json.encoder import encode_basestring as _json_string
 
 CONTENT_SPLITOR = "\u0001"  # between fields
 FIELD_SPLITOR = "\u0002"  # after each record
 
 # ConsumeReturnType ordinals, written as SubAfter contextCode (spec §4).
 RETURN_TYPES = ("SUCCESS", "TIME_OUT", "EXCEPTION", "RETURNNULL", "FAILED")
+_RETURN_TYPE_CODES = {name: str(code) for code, name in enumerate(RETURN_TYPES)}
 
 
 def _text(value: object) -> str:
@@ -29,6 +32,11 @@ def _record(*fields: object) -> str:
     return CONTENT_SPLITOR.join(_text(field) for field in fields) + FIELD_SPLITOR
 
 
+def _join(fields: list[str]) -> str:
+    """A record of fields already written as text (`_text`): the hot path of the generator."""
+    return CONTENT_SPLITOR.join(fields) + FIELD_SPLITOR
+
+
 def _bool(value: bool) -> str:
     return "true" if value else "false"
 
@@ -38,23 +46,33 @@ def _packed_ip(ip: str) -> bytes:
     return ipaddress.ip_address(ip).packed
 
 
+# The ids are big-endian fields in upper-case hex; the leading fields of a host (ip, port; ip,
+# pid, class-loader hash) repeat, so their hex is computed once and the rest formatted on.
+@functools.lru_cache(maxsize=1024)
+def _offset_prefix(store_ip: str, port: int) -> str:
+    return (_packed_ip(store_ip) + struct.pack(">i", port)).hex().upper()
+
+
+@functools.lru_cache(maxsize=1024)
+def _uniq_prefix(ip: str, pid: int, class_loader_hash: int) -> str:
+    fields = struct.pack(">HI", pid & 0xFFFF, class_loader_hash & 0xFFFFFFFF)
+    return (_packed_ip(ip) + fields).hex().upper()
+
+
 def offset_msg_id(store_ip: str, port: int, commit_log_offset: int) -> str:
     """The broker's offsetMsgId: store host, port and commit-log offset in upper-case hex."""
-    return (_packed_ip(store_ip) + struct.pack(">iq", port, commit_log_offset)).hex().upper()
+    if not -(2**63) <= commit_log_offset < 2**63:
+        raise ValueError(f"commit log offset {commit_log_offset} does not fit in 8 bytes")
+    # & 0xFF..: the two's complement that struct's ">q" writes
+    return f"{_offset_prefix(store_ip, port)}{commit_log_offset & 0xFFFF_FFFF_FFFF_FFFF:016X}"
 
 
 def uniq_msg_id(
     ip: str, pid: int, class_loader_hash: int, born_ms: int, month_start_ms: int, counter: int
 ) -> str:
     """The client's UNIQ_KEY (spec §6.2): ip, pid, class-loader hash, time in month, counter."""
-    fields = struct.pack(
-        ">HIIH",
-        pid & 0xFFFF,
-        class_loader_hash & 0xFFFFFFFF,
-        (born_ms - month_start_ms) & 0xFFFFFFFF,
-        counter & 0xFFFF,
-    )
-    return (_packed_ip(ip) + fields).hex().upper()
+    in_month = (born_ms - month_start_ms) & 0xFFFFFFFF
+    return f"{_uniq_prefix(ip, pid, class_loader_hash)}{in_month:08X}{counter & 0xFFFF:04X}"
 
 
 @dataclass(frozen=True)
@@ -97,26 +115,26 @@ def pub_record(
     message_type: int = 0,
     client_host: str = "10.0.0.9",
 ) -> str:
-    fields: list[object] = [
+    fields = [
         "Pub",
-        timestamp,
+        str(timestamp),
         region,
         producer_group,
         topic,
         msg_id,
-        tags,
-        keys,
+        _text(tags),
+        _text(keys),
         store_host,
-        body_length,
-        cost_ms,
-        message_type,
+        str(body_length),
+        str(cost_ms),
+        str(message_type),
     ]
     if version.pub_fields >= 14:
         fields.append(offset_id)
     fields.append(_bool(success))
     if version.pub_fields >= 15:
         fields.append(client_host)
-    return _record(*fields)
+    return _join(fields)
 
 
 def sub_before_record(
@@ -131,19 +149,19 @@ def sub_before_record(
     keys: str | None,
     client_host: str = "10.0.0.21",
 ) -> str:
-    fields: list[object] = [
+    fields = [
         "SubBefore",
-        timestamp,
+        str(timestamp),
         region,
         group,
         request_id,
         msg_id,
-        retry_times,
-        keys,
+        str(retry_times),
+        _text(keys),
     ]
     if version.sub_before_fields >= 9:
         fields.append(client_host)
-    return _record(*fields)
+    return _join(fields)
 
 
 def sub_after_record(
@@ -158,18 +176,18 @@ def sub_after_record(
     timestamp: int,
     group: str,
 ) -> str:
-    fields: list[object] = [
+    fields = [
         "SubAfter",
         request_id,
         msg_id,
-        cost_ms,
+        str(cost_ms),
         _bool(success),
-        keys,
-        RETURN_TYPES.index(return_type),
+        _text(keys),
+        _RETURN_TYPE_CODES[return_type],
     ]
     if version.sub_after_fields >= 9:
-        fields += [timestamp, group]
-    return _record(*fields)
+        fields += [str(timestamp), group]
+    return _join(fields)
 
 
 def end_transaction_record(
@@ -218,16 +236,23 @@ def landing_line(
     keys: str | None = None,
     as_base64: bool = False,
 ) -> str:
-    """One line of a trace landing file: a message read from the trace topic, as JSON."""
-    message: dict[str, object] = {
-        "msgId": trace_msg_id,
-        "storeTimestamp": store_timestamp,
-        "storeHost": store_host,
-    }
+    """One line of a trace landing file: a message read from the trace topic, as JSON.
+
+    Written by hand as json.dumps(ensure_ascii=False, separators=(",", ":")) writes it (same
+    escaping, same key order): the generator writes a line per trace message."""
+    parts = [
+        '{"msgId":',
+        _json_string(trace_msg_id),
+        ',"storeTimestamp":',
+        str(store_timestamp),
+        ',"storeHost":',
+        _json_string(store_host),
+    ]
     if keys is not None:
-        message["keys"] = keys
+        parts += [',"keys":', _json_string(keys)]
     if as_base64:
-        message["bodyBase64"] = base64.b64encode(body.encode("utf-8")).decode("ascii")
+        encoded = base64.b64encode(body.encode("utf-8")).decode("ascii")
+        parts += [',"bodyBase64":', _json_string(encoded), "}"]
     else:
-        message["body"] = body
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        parts += [',"body":', _json_string(body), "}"]
+    return "".join(parts)
