@@ -98,6 +98,13 @@ def _parser() -> argparse.ArgumentParser:
         help="gzip the trace files: none, all, or every other hour (default)",
     )
     _add_grpc5_arg(generate)
+    generate.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="cores to use: with 2 or more, the files are compressed and written beside the "
+        "simulation (the same bytes whatever N; default: 2 where there are 2 cores)",
+    )
 
     query = commands.add_parser(
         "query", help="run SQL with DuckDB over the marts' parquet files (no Java needed)"
@@ -257,19 +264,23 @@ def _serve(args: argparse.Namespace) -> None:
 
 def _generate(args: argparse.Namespace) -> None:
     from retrylake.commands import generate
+    from retrylake.sim.engine import default_jobs, parallel_jobs
 
-    generate(
-        out=Path(args.out),
-        messages=args.messages,
-        seed=args.seed,
-        start=args.start,
-        hours=args.hours,
-        client_versions=args.client_versions,
-        dlq_export=args.dlq_export,
-        seeds=Path(args.seeds) if args.seeds else None,
-        compression=args.compression,
-        grpc5_messages=args.grpc5_messages,
-    )
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be 1 or more")
+    with parallel_jobs(args.jobs or default_jobs()):
+        generate(
+            out=Path(args.out),
+            messages=args.messages,
+            seed=args.seed,
+            start=args.start,
+            hours=args.hours,
+            client_versions=args.client_versions,
+            dlq_export=args.dlq_export,
+            seeds=Path(args.seeds) if args.seeds else None,
+            compression=args.compression,
+            grpc5_messages=args.grpc5_messages,
+        )
 
 
 def _demo(args: argparse.Namespace) -> None:

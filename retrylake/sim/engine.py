@@ -74,28 +74,31 @@ output. Memory is bounded by the lifecycles still open, not by the size of the r
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
 import functools
-import gzip
 import hashlib
 import heapq
 import io
 import json
+import os
 import random
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import IO, Protocol
+from typing import Protocol
 
 from retrylake.config_check import GROUP_COLUMNS
 from retrylake.errors import ConfigError
 from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import grpc5
 from retrylake.sim import trace_format as tf
+from retrylake.sim.output import LineFile, Writer, compact_json
 from retrylake.sim.rules import (
     DEFAULT_BROKER_VERSION,
     DEFAULT_CLUSTER_NAME,
@@ -136,6 +139,43 @@ MESSAGE_TYPES = {
     "TRANSACTIONAL": tf.TRANS_MSG_HALF,
     "DELAYED": tf.DELAY_MSG,
 }
+# ground_truth.jsonl's columns (`Engine._truth_values`). There is a row per lifecycle, so it is
+# written from a template rather than by json.dumps, to the same bytes: the columns in this
+# order, compact, each value as json.dumps writes it (`_json_text`, `_json_or_null`).
+TRUTH_COLUMNS = (
+    "consumer_group",
+    "msg_id",
+    "origin_msg_id",
+    "origin_kind",
+    "received_offset_msg_id",
+    "final_state",
+    "deliveries",
+    "successful_deliveries",
+    "redelivery_causes",
+    "in_dlq",
+    "dlq_reconsume_times",
+    "dlq_entered_ms",
+    "recovered_ms",
+    "recovery_of",
+    "trace_complete",
+    "dlq_evidence",
+    "reconciliation_reason",
+)
+TRUTH_ROW = "{" + ",".join(f'"{column}":%s' for column in TRUTH_COLUMNS) + "}\n"
+_json_text = encode_basestring_ascii  # a str as json.dumps writes it
+
+
+def _json_or_null(value: str | int | None) -> str:
+    """A str, an int or None as json.dumps writes it."""
+    if value is None:
+        return "null"
+    return str(value) if type(value) is int else _json_text(value)
+
+
+def _json_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
 # RandomTraffic starts no redelivery the trace could not show before the run ends after this
 # fraction of the run (a listener level, a fallback, a partial ack, a dropped result).
 LATE_FRACTION = 0.85
@@ -549,11 +589,12 @@ class Traffic(Protocol):
 class HourlyFiles:
     """Landing files split by hour of store time; a file closes once no line can reach it."""
 
-    def __init__(self, root: Path, kind: str, compression: str) -> None:
+    def __init__(self, root: Path, kind: str, compression: str, writer: Writer) -> None:
         self.root = root
         self.kind = kind
         self.compression = compression
-        self.handles: dict[int, IO[bytes]] = {}
+        self.writer = writer
+        self.handles: dict[int, LineFile] = {}
         self.closed: set[int] = set()
 
     def path(self, hour: int) -> Path:
@@ -566,17 +607,8 @@ class HourlyFiles:
         handle = self.handles.get(hour)
         if handle is None:
             assert hour not in self.closed, f"{self.kind} hour {hour} was already closed"
-            path = self.path(hour)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            raw = path.open("wb")
-            # mtime 0 and no file name keep gzip output byte-identical across runs
-            handle = (
-                gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=6, mtime=0)
-                if path.suffix == ".gz"
-                else raw
-            )
-            self.handles[hour] = handle
-        handle.write(line.encode("utf-8") + b"\n")
+            handle = self.handles[hour] = self.writer.lines(self.path(hour), compresslevel=6)
+        handle.write(line)
 
     def close_before(self, hour: int) -> None:
         for old in [h for h in self.handles if h < hour]:
@@ -587,11 +619,7 @@ class HourlyFiles:
             self._close(hour)
 
     def _close(self, hour: int) -> None:
-        handle = self.handles.pop(hour)
-        inner = getattr(handle, "fileobj", None)
-        handle.close()
-        if inner is not None:
-            inner.close()
+        self.handles.pop(hour).close()
         self.closed.add(hour)
 
 
@@ -673,6 +701,7 @@ class Engine:
         dlq_unexported_groups: tuple[str, ...] = (),
         broker_versions: dict[str, str] | None = None,
         keep_history: bool = False,
+        writer: Writer | None = None,
     ) -> None:
         self.groups = groups
         # Broker-side rules follow the version of each group's cluster (the `*` row's else).
@@ -690,6 +719,9 @@ class Engine:
         ]
         self.behaviours = behaviours
         self.group_versions = client_versions
+        # looked up on every consume request
+        self.consumer_clients = [f"consumer:{group.name}" for group in groups]
+        self.consume_timeouts_ms = [group.consume_timeout_ms for group in groups]
         self.traffic = traffic
         self.tables = {
             group.name: [
@@ -724,10 +756,16 @@ class Engine:
         self.active: dict[int, Lifecycle] = {}
         self.finished: list[Lifecycle] | None = [] if keep_history else None
         self.consumer_started: list[int | None] = []
-        self.trace_files = HourlyFiles(out, "trace", compression)
-        self.dlq_files = HourlyFiles(out, "dlq", "none") if dlq_export else None
+        # the landing files go through ``writer`` (its owner finishes it), else one of our own
+        self.writer = writer or Writer()
+        self.owns_writer = writer is None
+        self.trace_files = HourlyFiles(out, "trace", compression, self.writer)
+        self.trace_open_from: int | None = None  # the hours before it are closed
+        self.dlq_files = HourlyFiles(out, "dlq", "none", self.writer) if dlq_export else None
         out.mkdir(parents=True, exist_ok=True)
         self.truth = (out / "ground_truth.jsonl").open("w", encoding="utf-8")
+        # the groups of the truth rows with a redelivery (generation.json's true_schedules)
+        self.redelivered_groups: set[str] = set()
 
     # event queue ---------------------------------------------------------------------------
     def _push(self, at: int, kind: int, payload: object) -> None:
@@ -737,13 +775,11 @@ class Engine:
     def schedule_publish(self, at: int, index: int) -> None:
         self._push(at, self._PUBLISH, index)
 
-    def _month_start(self, ms: int) -> int:
-        return _month_start_of_day(ms // 86_400_000)
-
     def new_id(self, ip: str, pid: int, at: int) -> str:
         """A client msgId (UNIQ_KEY), unique within the run."""
         self.counter += 1
-        return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, self._month_start(at), self.counter)
+        month_start = _month_start_of_day(at // 86_400_000)
+        return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, month_start, self.counter)
 
     def _new_offset_id(self, step: int) -> str:
         """The offset id of a copy the broker stores now, ``step`` bytes on in the commit log."""
@@ -757,18 +793,27 @@ class Engine:
         ]
         self.traffic.begin(self)
         last_report = time.monotonic()
-        while self.events:
-            at, _, kind, payload = heapq.heappop(self.events)
+        events, records, deadlines, closing = (
+            self.events,
+            self.pending_records,
+            self.deadlines,
+            self.closing,
+        )
+        while events:
+            at, _, kind, payload = heapq.heappop(events)
             if at > self.end_ms:
                 break
-            self._drain_records(at)
-            self._release_truth(at)
-            if kind == self._PUBLISH:
-                self.traffic.on_publish(self, at, payload)  # type: ignore[arg-type]
-            elif kind == self._DELIVER:
+            # (most events find no record, trace message or truth row due: skip the calls)
+            if (records and records[0][0] <= at) or (deadlines and deadlines[0][0] <= at):
+                self._drain_records(at)
+            if closing and closing[0][0] <= at:
+                self._release_truth(at)
+            if kind == self._DELIVER:
                 self._deliver(at, *payload)  # type: ignore[misc]
             elif kind == self._FLUSH:
                 self._flush_request(at, payload)  # type: ignore[arg-type]
+            elif kind == self._PUBLISH:
+                self.traffic.on_publish(self, at, payload)  # type: ignore[arg-type]
             elif kind == self._RESEND:
                 self._resend(at, *payload)  # type: ignore[misc]
             elif kind == self._CLEAN:
@@ -967,7 +1012,7 @@ class Engine:
         group = self.groups[request.group]
         behaviour = self.behaviours[request.group]
         version = self.group_versions[request.group]
-        client = f"consumer:{group.name}"
+        client = self.consumer_clients[request.group]
         request.start_ms = at
         request_id = request.request_id = self.new_id("10.0.2.7", 5000 + request.group, at)
         for lifecycle, copy in zip(request.lifecycles, request.copies, strict=True):
@@ -1007,7 +1052,7 @@ class Engine:
             )
         outcome = request.outcome = self.traffic.outcome(self, at, request)
         took = self.traffic.consume_ms(self, request, behaviour)
-        timeout = group.consume_timeout_ms
+        timeout = self.consume_timeouts_ms[request.group]
         if outcome.startswith("SLOW_"):
             took += self.traffic.stuck_ms(self, request, timeout)
         ended = at + took
@@ -1058,7 +1103,7 @@ class Engine:
         """The listener returns: SubAfter records, then the client processes the result."""
         group = self.groups[request.group]
         version = self.group_versions[request.group]
-        client = f"consumer:{group.name}"
+        client = self.consumer_clients[request.group]
         at, took, ended, outcome = (
             request.start_ms,
             request.took_ms,
@@ -1073,7 +1118,7 @@ class Engine:
         # ConsumeReturnType, first rule first (§3.2): TIME_OUT labels any non-null status.
         if outcome in ("EXCEPTION", "RETURNNULL"):
             return_type = outcome
-        elif took >= group.consume_timeout_ms:
+        elif took >= self.consume_timeouts_ms[request.group]:
             return_type = "TIME_OUT"
         elif success:
             return_type = "SUCCESS"
@@ -1444,18 +1489,21 @@ class Engine:
         return evidence, reason
 
     def _write_truth(self, lifecycle: Lifecycle) -> None:
-        row = self._truth_row(lifecycle)
-        if not row["trace_complete"]:
+        evidence, reason = self.dlq_evidence(lifecycle)
+        if lifecycle.deliveries > 1:
+            self.redelivered_groups.add(lifecycle.group)
+        if lifecycle.lost_deliveries:
             self.stats.trace_incomplete_lifecycles += 1
-        if row["dlq_evidence"] is not None:
-            key = row["dlq_evidence"]
-            if row["reconciliation_reason"] is not None:
-                key += f":{row['reconciliation_reason']}"
+        if evidence is not None:
+            key = evidence if reason is None else f"{evidence}:{reason}"
             self.stats.dlq_evidence[key] = self.stats.dlq_evidence.get(key, 0) + 1
-        self.truth.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self.truth.write(TRUTH_ROW % self._truth_values(lifecycle, evidence, reason))
 
-    def _truth_row(self, lifecycle: Lifecycle) -> dict[str, object]:
-        """One ground_truth.jsonl row: what really happened, and what the landing shows.
+    def _truth_values(
+        self, lifecycle: Lifecycle, evidence: str | None, reason: str | None
+    ) -> tuple[str, ...]:
+        """One ground_truth.jsonl row (`TRUTH_COLUMNS`), each value written as JSON: what really
+        happened, and what the landing shows.
 
         - origin_msg_id: what the landed Pub record tells (none for a 13-field Pub, an untraced
           or a lost one, and for a delayed or transactional message, whose Pub names another
@@ -1476,28 +1524,28 @@ class Engine:
         - dlq_evidence, reconciliation_reason: see `dlq_evidence`.
         """
         message = lifecycle.message
-        evidence, reason = self.dlq_evidence(lifecycle)
         assert len(lifecycle.causes) == max(lifecycle.deliveries - 1, 0), lifecycle
+        assert lifecycle.state is not None
         unknown = message.pub_lost or not message.traced
-        return {
-            "consumer_group": lifecycle.group,
-            "msg_id": message.msg_id,
-            "origin_msg_id": None if message.pub_lost else message.origin_msg_id,
-            "origin_kind": "UNKNOWN" if unknown else message.kind,
-            "received_offset_msg_id": message.received_offset_id,
-            "final_state": lifecycle.state,
-            "deliveries": lifecycle.deliveries,
-            "successful_deliveries": lifecycle.successes,
-            "redelivery_causes": lifecycle.causes,
-            "in_dlq": lifecycle.dlq_entered_ms is not None,
-            "dlq_reconsume_times": lifecycle.dlq_reconsume_times,
-            "dlq_entered_ms": lifecycle.dlq_entered_ms,
-            "recovered_ms": lifecycle.recovered_ms,
-            "recovery_of": lifecycle.recovery_of,
-            "trace_complete": not lifecycle.lost_deliveries,
-            "dlq_evidence": evidence,
-            "reconciliation_reason": reason,
-        }
+        return (
+            _json_text(lifecycle.group),
+            _json_text(message.msg_id),
+            _json_or_null(None if message.pub_lost else message.origin_msg_id),
+            _json_text("UNKNOWN" if unknown else message.kind),
+            _json_text(message.received_offset_id),
+            _json_text(lifecycle.state),
+            str(lifecycle.deliveries),
+            str(lifecycle.successes),
+            f"[{','.join(map(_json_text, lifecycle.causes))}]",
+            _json_bool(lifecycle.dlq_entered_ms is not None),
+            _json_or_null(lifecycle.dlq_reconsume_times),
+            _json_or_null(lifecycle.dlq_entered_ms),
+            _json_or_null(lifecycle.recovered_ms),
+            _json_or_null(lifecycle.recovery_of),
+            _json_bool(not lifecycle.lost_deliveries),
+            _json_or_null(evidence),
+            _json_or_null(reason),
+        )
 
     def judge_open(self, lifecycle: Lifecycle, watermark_ms: int) -> str:
         """The state of a lifecycle still open when the trace ends, as the models judge it: by
@@ -1529,6 +1577,8 @@ class Engine:
         self.trace_files.close_all()
         if self.dlq_files:
             self.dlq_files.close_all()
+        if self.owns_writer:
+            self.writer.finish()
         self.truth.close()
 
     # dead-letter export ----------------------------------------------------------------------
@@ -1608,7 +1658,7 @@ class Engine:
             line["propertiesString"] = "".join(
                 f"{key}\u0001{value}\u0002" for key, value in sorted(properties.items())
             )
-        self.dlq_files.write(entered // HOUR_MS, json.dumps(line, separators=(",", ":")))
+        self.dlq_files.write(entered // HOUR_MS, compact_json(line))
 
     # trace dispatch --------------------------------------------------------------------------
     def record(self, at: int, client: str, record: str, msg_id: str, owner: object = None) -> None:
@@ -1631,29 +1681,29 @@ class Engine:
     def _drain_records(self, now: int, final: bool = False) -> None:
         """Hand every record whose time has come to its client's dispatcher, and send the trace
         messages that are due, in time order."""
+        records, deadlines, dispatchers = self.pending_records, self.deadlines, self.dispatchers
+        heappop, heappush = heapq.heappop, heapq.heappush
         while True:
-            next_record = self.pending_records[0][0] if self.pending_records else None
-            next_deadline = self.deadlines[0][0] if self.deadlines else None
-            if next_deadline is not None and (next_record is None or next_deadline <= next_record):
-                if next_deadline > now and not final:
+            if deadlines and (not records or deadlines[0][0] <= records[0][0]):
+                if deadlines[0][0] > now and not final:
                     return
-                deadline, client = heapq.heappop(self.deadlines)
-                dispatcher = self.dispatchers[client]
+                deadline, client = heappop(deadlines)
+                dispatcher = dispatchers[client]
                 if dispatcher.records and dispatcher.deadline() == deadline:
                     self._send(dispatcher, deadline)
                 continue
-            if next_record is None or next_record > now:
+            if not records or records[0][0] > now:
                 return
-            at, _, client, record, msg_id, owner = heapq.heappop(self.pending_records)
-            dispatcher = self._dispatcher(client)
+            at, _, client, record, msg_id, owner = heappop(records)
+            dispatcher = dispatchers.get(client) or self._dispatcher(client)
             was_empty = not dispatcher.records
             if dispatcher.add(at, record, msg_id, owner):
                 self._send(dispatcher, at)
             elif was_empty:
-                heapq.heappush(self.deadlines, (dispatcher.deadline(), client))
+                heappush(deadlines, (dispatcher.deadline(), client))
 
     def _send(self, dispatcher: Dispatcher, at: int) -> None:
-        trace_id, keys, body, owners = dispatcher.take(self._month_start(at))
+        trace_id, keys, body, owners = dispatcher.take(_month_start_of_day(at // 86_400_000))
         lost = self.traffic.trace_lost(self)
         if lost:
             self.stats.lost_trace_messages += 1
@@ -1677,11 +1727,15 @@ class Engine:
 
     def write_line(self, hour: int, line: str, store_ms: int | None) -> None:
         """A landing line in the file of ``hour``; ``store_ms`` None for a line cut short."""
-        if store_ms is not None:
-            self.stats.watermark_ms = max(self.stats.watermark_ms, store_ms)
-        self.stats.lines += 1
+        stats = self.stats
+        if store_ms is not None and store_ms > stats.watermark_ms:
+            stats.watermark_ms = store_ms
+        stats.lines += 1
         # Store times only move forward, so hours two behind can no longer receive lines.
-        self.trace_files.close_before(self.stats.watermark_ms // HOUR_MS - 1)
+        open_from = stats.watermark_ms // HOUR_MS - 1
+        if open_from != self.trace_open_from:
+            self.trace_files.close_before(open_from)
+            self.trace_open_from = open_from
         self.trace_files.write(hour, line)
 
 
@@ -1711,6 +1765,8 @@ class RandomTraffic:
         self.topic_weights = [
             topic.weight * 2 / (topic.burst[0] + topic.burst[1]) for topic in TOPICS
         ]
+        self.total_weight = sum(self.topic_weights)
+        self.topic_pids = {topic.name: 4100 + index for index, topic in enumerate(TOPICS)}
 
     def begin(self, engine: Engine) -> None:
         if self.config.messages > 0:
@@ -1723,7 +1779,7 @@ class RandomTraffic:
         return engine.start_ms + int(index * slot + self.rng.random() * slot)
 
     def _choose_topic(self) -> Topic:
-        pick = self.rng.random() * sum(self.topic_weights)
+        pick = self.rng.random() * self.total_weight
         for topic, weight in zip(TOPICS, self.topic_weights, strict=True):
             pick -= weight
             if pick < 0:
@@ -1779,7 +1835,7 @@ class RandomTraffic:
             at,
             topic=topic.name,
             producer_group=topic.producer_group,
-            pid=4100 + TOPICS.index(topic),
+            pid=self.topic_pids[topic.name],
             version=self.topic_versions[topic.name],
             tags=tags,
             keys=keys,
@@ -2095,8 +2151,13 @@ def generate(
     seeds_dir: Path | None = None,
     unseeded_groups: tuple[str, ...] = ("notification-push",),
     progress: bool = False,
+    jobs: int | None = None,
 ) -> Stats:
     """Write the landing zone, the seeds and the ground truth under ``config.out``.
+
+    ``jobs``: how many cores to use (None: `default_jobs`). The simulation is one sequential
+    stream; with 2 or more, the landing files are compressed and written beside it. The bytes
+    are the same whatever ``jobs`` is.
 
     ``seeds_dir`` is a folder with consumer_groups.csv and broker_delay_levels.csv to simulate;
     without it, the sample deployment is used. Groups in ``unseeded_groups`` are simulated but
@@ -2138,42 +2199,75 @@ def generate(
     write_seed_files(config.out / "seeds", groups, delay_levels, broker_versions, grpc_rows)
     versions = config.client_versions
     run_ms = int(config.hours * HOUR_MS)
-    engine = Engine(
-        out=config.out,
-        groups=groups,
-        delay_levels=delay_levels,
-        behaviours=[behaviour_for(group.name) for group in groups],
-        client_versions=[
-            tf.CLIENT_VERSIONS[versions[i % len(versions)]] for i in range(len(groups))
-        ],
-        traffic=RandomTraffic(config, groups),
-        start_ms=config.start_ms,
-        end_ms=config.start_ms + run_ms,
-        compression=config.compression,
-        dlq_export=config.dlq_export,
-        dlq_export_end_ms=config.start_ms + int(config.dlq_export_end_fraction * run_ms),
-        dlq_unexported_groups=config.dlq_unexported_groups,
-        broker_versions=broker_versions,
-    )
-    stats = engine.run(progress=progress)
-    written: dict[str, object] = {"config": _config_json(config), "stats": stats.__dict__}
-    if config.grpc5_messages > 0:
-        # after the 4.x run: nothing lands after its trace watermark
-        result = grpc5.generate_grpc5(
-            config.out,
-            messages=config.grpc5_messages,
-            seed=config.seed,
+    writer = Writer(background=(default_jobs() if jobs is None else jobs) > 1)
+    try:
+        engine = Engine(
+            out=config.out,
+            groups=groups,
+            delay_levels=delay_levels,
+            behaviours=[behaviour_for(group.name) for group in groups],
+            client_versions=[
+                tf.CLIENT_VERSIONS[versions[i % len(versions)]] for i in range(len(groups))
+            ],
+            traffic=RandomTraffic(config, groups),
             start_ms=config.start_ms,
             end_ms=config.start_ms + run_ms,
-            watermark_ms=stats.watermark_ms or config.start_ms + run_ms,
             compression=config.compression,
+            dlq_export=config.dlq_export,
+            dlq_export_end_ms=config.start_ms + int(config.dlq_export_end_fraction * run_ms),
+            dlq_unexported_groups=config.dlq_unexported_groups,
+            broker_versions=broker_versions,
+            writer=writer,
         )
-        stats.grpc5 = result.stats
-        written["true_schedules"] = result.true_schedules
-    else:  # a run without 5.x traffic writes what it wrote before they existed
-        written["stats"] = {k: v for k, v in stats.__dict__.items() if k != "grpc5"}
+        stats = engine.run(progress=progress)
+        written: dict[str, object] = {"config": _config_json(config), "stats": stats.__dict__}
+        if config.grpc5_messages > 0:
+            # after the 4.x run: nothing lands after its trace watermark
+            result = grpc5.generate_grpc5(
+                config.out,
+                messages=config.grpc5_messages,
+                seed=config.seed,
+                start_ms=config.start_ms,
+                end_ms=config.start_ms + run_ms,
+                watermark_ms=stats.watermark_ms or config.start_ms + run_ms,
+                compression=config.compression,
+                redelivered_groups=engine.redelivered_groups,
+                writer=writer,
+            )
+            stats.grpc5 = result.stats
+            written["true_schedules"] = result.true_schedules
+        else:  # a run without 5.x traffic writes what it wrote before they existed
+            written["stats"] = {k: v for k, v in stats.__dict__.items() if k != "grpc5"}
+    finally:
+        writer.finish()  # every landing file written and closed
     (config.out / "generation.json").write_text(json.dumps(written, indent=2) + "\n")
     return stats
+
+
+# the jobs of a `generate` call that names none; None: `default_jobs`
+_jobs_in_context: int | None = None
+
+
+def default_jobs() -> int:
+    """The ``jobs`` of a `generate` call that names none: as set by `parallel_jobs`, else 2
+    where there are 2 cores (the simulation itself is one stream: more would not help)."""
+    if _jobs_in_context is not None:
+        return _jobs_in_context
+    return min(2, os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def parallel_jobs(jobs: int) -> Iterator[None]:
+    """`generate` calls within use ``jobs`` cores unless they say otherwise: how
+    `retrylake generate --jobs` reaches the generator through the command that runs it."""
+    global _jobs_in_context
+    if jobs < 1:
+        raise ValueError(f"jobs must be 1 or more, not {jobs}")
+    before, _jobs_in_context = _jobs_in_context, jobs
+    try:
+        yield
+    finally:
+        _jobs_in_context = before
 
 
 def _config_json(config: GeneratorConfig) -> dict[str, object]:

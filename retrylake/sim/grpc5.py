@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
-import gzip
+import functools
 import io
 import itertools
 import json
@@ -41,6 +41,7 @@ from pathlib import Path
 from retrylake.config_check import GROUP_COLUMNS
 from retrylake.project import project_vars, retry_overdue_grace_ms
 from retrylake.sim import trace_format as tf
+from retrylake.sim.output import Writer, compact_json
 from retrylake.sim.rules import DEFAULT_CLUSTER_NAME, Group
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
@@ -298,6 +299,7 @@ class RetryPolicy:
     multiplier: int = DEFAULT_EXPONENTIAL[2]
 
 
+@functools.lru_cache(maxsize=256)  # asked for every redelivery; a policy is immutable
 def parse_retry_policy(text: str) -> RetryPolicy:
     """The policy of a group_retry_policy cell; empty, or a missing object, is the default of its
     type (the default CUSTOMIZED list; EXPONENTIAL 5000 ms, 7200000 ms, 2)."""
@@ -499,9 +501,10 @@ class Grpc5Result:
 class _Files:
     """Hourly landing files, written at the end in landing-time order."""
 
-    def __init__(self, out: Path, compression: str) -> None:
+    def __init__(self, out: Path, compression: str, writer: Writer) -> None:
         self.out = out
         self.compression = compression
+        self.writer = writer
         self.lines: dict[tuple[str, str, int], list[tuple[int, int, str]]] = defaultdict(list)
         self.sequence = 0
 
@@ -516,15 +519,9 @@ class _Files:
             path = self.out / kind / moment.strftime("%Y/%m/%d/%H") / name
             if gzipped:
                 path = path.with_name(path.name + ".gz")
-            path.parent.mkdir(parents=True, exist_ok=True)
             data = "".join(line + "\n" for _, _, line in sorted(lines)).encode("utf-8")
-            if gzipped:
-                buffer = io.BytesIO()
-                # mtime 0 and no file name keep gzip output byte-identical across runs
-                with gzip.GzipFile(filename="", fileobj=buffer, mode="wb", mtime=0) as handle:
-                    handle.write(data)
-                data = buffer.getvalue()
-            path.write_bytes(data)
+            # gzip's own default level, as these files have always been written
+            self.writer.write_bytes(path, data, compresslevel=9)
 
 
 def _string(key: str, value: str) -> dict:
@@ -533,6 +530,12 @@ def _string(key: str, value: str) -> dict:
 
 def _int(key: str, value: int) -> dict:
     return {"key": key, "value": {"intValue": str(value)}}
+
+
+# An attribute many spans share (a topic, a group, a tag) is made once: spans are only written
+# out as JSON, never changed, so one dict can stand in every span that has it.
+_shared_string = functools.lru_cache(maxsize=4096)(_string)
+_shared_int = functools.lru_cache(maxsize=4096)(_int)
 
 
 def _nanos(ms: int, extra: int) -> str:
@@ -550,6 +553,7 @@ class _Simulation:
         end_ms: int,
         watermark_ms: int,
         compression: str,
+        writer: Writer | None = None,
     ) -> None:
         self.out = out
         self.messages = messages
@@ -558,7 +562,7 @@ class _Simulation:
         self.end_ms = end_ms
         self.watermark = watermark_ms
         self.grace_ms = retry_overdue_grace_ms()
-        self.files = _Files(out, compression)
+        self.files = _Files(out, compression, writer or Writer())
         self.counter = 0
         self.groups = {group.name: group for group in GRPC5_GROUPS}
         self.real = {
@@ -833,22 +837,22 @@ class _Simulation:
         topic = behaviour.topic
         old, new = mode in (OLD, DUP), mode in (V143, DUP)
         attributes = [
-            _string("messaging.system", "rocketmq"),
-            _string("messaging.destination.name", topic),
+            _shared_string("messaging.system", "rocketmq"),
+            _shared_string("messaging.destination.name", topic),
         ]
         if old:
-            attributes.append(_string("messaging.operation", "process"))
-            attributes.append(_string("messaging.rocketmq.client_group", message.group.name))
+            attributes.append(_shared_string("messaging.operation", "process"))
+            attributes.append(_shared_string("messaging.rocketmq.client_group", message.group.name))
         if new:
-            attributes.append(_string("messaging.consumer.group.name", message.group.name))
-            attributes.append(_string("messaging.operation.name", "process"))
-            attributes.append(_string("messaging.operation.type", "process"))
-            attributes.append(_string("messaging.rocketmq.namespace", ""))
+            attributes.append(_shared_string("messaging.consumer.group.name", message.group.name))
+            attributes.append(_shared_string("messaging.operation.name", "process"))
+            attributes.append(_shared_string("messaging.operation.type", "process"))
+            attributes.append(_shared_string("messaging.rocketmq.namespace", ""))
         attributes.append(_string("messaging.message.id", message.msg_id))
         if old:
-            attributes.append(_int("messaging.message.body.size", message.body_size))
+            attributes.append(_shared_int("messaging.message.body.size", message.body_size))
         if message.tag is not None:
-            attributes.append(_string("messaging.rocketmq.message.tag", message.tag))
+            attributes.append(_shared_string("messaging.rocketmq.message.tag", message.tag))
         if message.keys:
             values = [{"stringValue": key} for key in message.keys]
             attributes.append(
@@ -858,12 +862,14 @@ class _Simulation:
                 }
             )
         if message.message_group is not None:
-            attributes.append(_string("messaging.rocketmq.message.group", message.message_group))
+            attributes.append(
+                _shared_string("messaging.rocketmq.message.group", message.message_group)
+            )
         failed = delivery.result != "SUCCESS"
         if new and failed:
-            attributes.append(_string("error.type", delivery.error_class or "FAILURE"))
+            attributes.append(_shared_string("error.type", delivery.error_class or "FAILURE"))
         if behaviour.attempt_key is not None:
-            attributes.append(_int(behaviour.attempt_key, delivery.attempt))
+            attributes.append(_shared_int(behaviour.attempt_key, delivery.attempt))
         end_nanos = _nanos(delivery.end, rng.randrange(1_000_000))
         span: dict[str, object] = {
             "traceId": message.trace_id,
@@ -881,9 +887,9 @@ class _Simulation:
                     "name": "exception",
                     "timeUnixNano": end_nanos,
                     "attributes": [
-                        _string("exception.type", delivery.error_class or ""),
-                        _string("exception.message", f"{message.group.name} failed"),
-                        _string(
+                        _shared_string("exception.type", delivery.error_class or ""),
+                        _shared_string("exception.message", f"{message.group.name} failed"),
+                        _shared_string(
                             "exception.stacktrace",
                             f"{delivery.error_class}: {message.group.name} failed\n"
                             "\tat com.example.Listener.consume(Listener.java:42)",
@@ -914,13 +920,13 @@ class _Simulation:
             "startTimeUnixNano": _nanos(start, rng.randrange(1_000_000)),
             "endTimeUnixNano": _nanos(end, rng.randrange(1_000_000)),
             "attributes": [
-                _string("http.request.method", method),
+                _shared_string("http.request.method", method),
                 _string("url.path", path),
-                _string("url.scheme", "http"),
-                _string("http.route", route),
-                _int("http.response.status_code", status),
-                _string("server.address", "localhost"),
-                _int("server.port", 8080),
+                _shared_string("url.scheme", "http"),
+                _shared_string("http.route", route),
+                _shared_int("http.response.status_code", status),
+                _shared_string("server.address", "localhost"),
+                _shared_int("server.port", 8080),
             ],
         }
         if status >= 500:
@@ -940,11 +946,11 @@ class _Simulation:
             "startTimeUnixNano": _nanos(end - 5 - rng.randrange(200), rng.randrange(1_000_000)),
             "endTimeUnixNano": _nanos(end, rng.randrange(1_000_000)),
             "attributes": [
-                _string("messaging.system", "rocketmq"),
-                _string("messaging.destination.name", "LegacyTopic"),
-                _string("messaging.operation", "process"),
+                _shared_string("messaging.system", "rocketmq"),
+                _shared_string("messaging.destination.name", "LegacyTopic"),
+                _shared_string("messaging.operation", "process"),
                 _string("messaging.message.id", f"{rng.getrandbits(128):032X}"),
-                _int("messaging.message.body.size", 64 + rng.randrange(1000)),
+                _shared_int("messaging.message.body.size", 64 + rng.randrange(1000)),
             ],
         }
 
@@ -952,10 +958,10 @@ class _Simulation:
     def _resource(service: str, instance_id: str, host: str) -> dict:
         return {
             "attributes": [
-                _string("service.name", service),
-                _string("service.instance.id", instance_id),
-                _string("host.name", host),
-                _string("telemetry.sdk.language", "java"),
+                _shared_string("service.name", service),
+                _shared_string("service.instance.id", instance_id),
+                _shared_string("host.name", host),
+                _shared_string("telemetry.sdk.language", "java"),
             ]
         }
 
@@ -1054,10 +1060,10 @@ class _Simulation:
                 self.stats["process_spans_after_watermark"] += len(line.deliveries)
                 continue
             if len(line.resources) == 1 and rng.random() < BARE_LINE_SHARE:
-                text = json.dumps(line.resources[0], separators=(",", ":"))
+                text = compact_json(line.resources[0])
                 self.stats["bare_span_lines"] += 1
             else:
-                text = json.dumps({"resourceSpans": line.resources}, separators=(",", ":"))
+                text = compact_json({"resourceSpans": line.resources})
             self.files.add("otel", "spans-00000.jsonl", landed, text)
             self.stats["span_lines"] += 1
             self.stats["late_batches"] += line.late
@@ -1117,7 +1123,7 @@ class _Simulation:
             event["received_at"] = delivery.received_at
             if delivery.invisible_changed_at is not None:
                 event["invisible_changed_at"] = delivery.invisible_changed_at
-        return json.dumps(event, separators=(",", ":"))
+        return compact_json(event)
 
     def land_broker_logs(self) -> None:
         """The brokers' root logs: a `send msg to DLQ` line per DLQ forward (§3.2), among lines
@@ -1282,7 +1288,7 @@ class _Simulation:
         by_group: dict[str, dict[str, int]] = {name: {} for name in sorted(self.groups)}
         with (self.out / "ground_truth.jsonl").open("a", encoding="utf-8") as handle:
             for row in rows:
-                handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+                handle.write(compact_json(row) + "\n")
                 states = by_group[row["consumer_group"]]
                 states[row["final_state"]] = states.get(row["final_state"], 0) + 1
                 self.stats["lifecycles"] += 1
@@ -1336,14 +1342,20 @@ def generate_grpc5(
     end_ms: int,
     watermark_ms: int,
     compression: str = "mixed",
+    redelivered_groups: Iterable[str] | None = None,
+    writer: Writer | None = None,
 ) -> Grpc5Result:
     """Simulate ``messages`` publications to the 5.x groups between ``start_ms`` and ``end_ms``
     and write their landing feeds under ``out``, nothing after ``watermark_ms``; add the
     groups to out/seeds/consumer_groups.csv and their lifecycles to out/ground_truth.jsonl.
 
     Returns the counters and the schedule each group with redeliveries really follows (the 4.x
-    groups of the ground truth already written, and every 5.x group)."""
-    schedules = dict.fromkeys(_groups_with_redeliveries(out), CONFIGURED)
+    groups of the ground truth already written, and every 5.x group). ``redelivered_groups``:
+    those 4.x groups, when the caller knows them (None: read from the ground truth). The
+    landing files go through ``writer`` when given (its owner finishes it)."""
+    if redelivered_groups is None:
+        redelivered_groups = _groups_with_redeliveries(out)
+    schedules = dict.fromkeys(sorted(redelivered_groups), CONFIGURED)
     schedules.update((group.name, BEHAVIOURS5[group.name].schedule) for group in GRPC5_GROUPS)
     simulation = _Simulation(
         out,
@@ -1353,6 +1365,7 @@ def generate_grpc5(
         end_ms=end_ms,
         watermark_ms=watermark_ms,
         compression=compression,
+        writer=writer or Writer(),
     )
     if messages > 0:
         simulation.simulate()
@@ -1360,6 +1373,8 @@ def generate_grpc5(
         simulation.land_events()
         simulation.land_broker_logs()
         simulation.files.write()
+        if writer is None:
+            simulation.files.writer.finish()
     states = simulation.write_truth()
     replaced = add_seed_rows(out / "seeds")
     stats: dict[str, object] = dict(simulation.stats)
