@@ -92,7 +92,7 @@ class Writer:
 
     def _raise_failure(self) -> None:
         if self._error is not None:
-            raise RuntimeError("writing the generator's files failed") from self._error
+            raise self._error  # as it would have been raised here (an OSError: a disk full)
 
     def finish(self) -> None:
         """Wait until every file handed over is written and closed."""

@@ -246,6 +246,16 @@ def test_a_background_writers_failure_is_raised(tmp_path: Path):
     (tmp_path / "taken").write_text("a file where a folder should be")
     writer = output.Writer(background=True)
     writer.write_bytes(tmp_path / "taken" / "x.jsonl", b"x\n")
-    with pytest.raises(RuntimeError) as raised:
+    with pytest.raises(OSError):  # as if written here: the command line reports it plainly
         writer.finish()
-    assert isinstance(raised.value.__cause__, OSError)
+
+
+def test_the_command_line_takes_jobs(tmp_path: Path, capsys):
+    from retrylake.cli import main
+
+    args = ["generate", "--messages", "60", "--grpc5-messages", "0"]
+    assert main([*args, "--out", str(tmp_path / "one"), "--jobs", "1"]) == 0
+    assert main([*args, "--out", str(tmp_path / "two"), "--jobs", "2"]) == 0
+    assert tree_digest(tmp_path / "one") == tree_digest(tmp_path / "two")
+    assert main([*args, "--out", str(tmp_path / "none"), "--jobs", "0"]) == 2
+    assert "--jobs must be 1 or more" in capsys.readouterr().err
