@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="cores to use: with 2 or more, the files are compressed and written beside the "
-        "simulation (the same bytes whatever N; default: 2 where there are 2 cores)",
+        "simulation, which helps where a core is idle (the same bytes whatever N; default: 1)",
     )
 
     query = commands.add_parser(

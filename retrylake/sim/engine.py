@@ -83,7 +83,6 @@ import hashlib
 import heapq
 import io
 import json
-import os
 import random
 import sys
 import time
@@ -2249,11 +2248,10 @@ _jobs_in_context: int | None = None
 
 
 def default_jobs() -> int:
-    """The ``jobs`` of a `generate` call that names none: as set by `parallel_jobs`, else 2
-    where there are 2 cores (the simulation itself is one stream: more would not help)."""
-    if _jobs_in_context is not None:
-        return _jobs_in_context
-    return min(2, os.cpu_count() or 1)
+    """The ``jobs`` of a `generate` call that names none: as set by `parallel_jobs`, else 1. A
+    second job only compresses and writes files: it helps where a core is idle, and costs where
+    none is (measured on a busy 2-core machine), so it is asked for, not assumed."""
+    return 1 if _jobs_in_context is None else _jobs_in_context
 
 
 @contextlib.contextmanager
