@@ -1,6 +1,8 @@
-"""`retrylake bench`: generate trace data of a given size and measure, in one run, the scan
-floor, a full build, an incremental build of 1% new records, and the same incremental build on a
-10x larger history. A benchmark, not a test: it asserts nothing.
+"""`retrylake bench`: generate landing data of a given size (trace records, with the dlq/
+export and the 5.x groups' spans, events and broker logs) and measure, in one run, the
+generator's rate, the scan floor, a full build, the DuckDB peer of the same work (timed, and
+compared with the marts row by row), a build with no new files, an incremental build of 1% new
+records, and the same runs on a 10x larger history. A benchmark, not a test: it asserts nothing.
 
 Each lakehouse has its own Derby metastore, and a process has one SparkSession, so the two
 histories are measured in two child processes (`python -m retrylake.bench`).
@@ -17,7 +19,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from retrylake.lakehouse import Lakehouse
+from retrylake.lakehouse import LANDING_FEEDS, Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
 
 # Generated traffic averages about 4.6 trace records per published message.
@@ -38,10 +40,17 @@ def _generate(out: Path, messages: int, seed: int, start: dt.datetime, hours: fl
             start_ms=int(start.timestamp() * 1000),
             hours=hours,
             client_versions=("4.9", "4.8", "4.9.1"),
+            dlq_export=True,
+            grpc5_messages=messages // 5,  # the generator's default share of 5.x traffic
         ),
         seeds_dir=Path.cwd() / "seeds",
     )
-    return {"records": stats.records, "seconds": round(time.perf_counter() - began, 1)}
+    grpc5_deliveries = int((stats.grpc5 or {}).get("deliveries", 0))
+    return {
+        "records": stats.records,
+        "grpc5_deliveries": grpc5_deliveries,
+        "seconds": round(time.perf_counter() - began, 1),
+    }
 
 
 HISTORY_FACTOR = 10
@@ -55,8 +64,12 @@ def _generate_chunk(job: tuple[Path, int, int, dt.datetime, float]) -> dict:
     return _generate(out, messages, seed, start, hours)
 
 
+# Bumped when what the generator writes for the bench changes, so a cache is not reused.
+DATA_VERSION = 2
+
+
 def data_root(root: Path, records: int, seed: int) -> Path:
-    return root / "data" / f"{records}-seed{seed}"
+    return root / "data" / f"v{DATA_VERSION}-{records}-seed{seed}"
 
 
 def prepare(root: Path, records: int, seed: int) -> dict:
@@ -94,7 +107,20 @@ def prepare(root: Path, records: int, seed: int) -> dict:
         "small": {"records": chunks[0]["records"]},
         "large": {"records": sum(chunk["records"] for chunk in chunks[:HISTORY_FACTOR])},
         "new": {"records": chunks[-1]["records"]},
-        "generator_seconds": round(sum(chunk.get("seconds", 0) for chunk in chunks), 1),
+        "generator": _generator_rate(chunks),
+    }
+
+
+def _generator_rate(chunks: list[dict]) -> dict:
+    """Records written per second of generator time, over the chunks generated in this run
+    (none when every chunk came from the cache)."""
+    timed = [chunk for chunk in chunks if "seconds" in chunk]
+    seconds = sum(chunk["seconds"] for chunk in timed)
+    records = sum(chunk["records"] for chunk in timed)
+    return {
+        "seconds": round(seconds, 1),
+        "records": records,
+        "records_per_second": round(records / seconds) if seconds else None,
     }
 
 
@@ -104,8 +130,10 @@ def _history_chunks(data: Path, phase: str) -> list[Path]:
 
 
 def _landing_with(lakehouse: Lakehouse, source: Path, batch: str) -> None:
-    """Copy a generated trace/ folder into the landing zone under its own batch folder."""
-    shutil.copytree(source / "trace", lakehouse.landing / "trace" / batch)
+    """Copy a generated chunk's feeds into the landing zone, each under its own batch folder."""
+    for feed in LANDING_FEEDS:
+        if (source / feed).is_dir():
+            shutil.copytree(source / feed, lakehouse.landing / feed / batch)
 
 
 def _driver_peak_rss_mb(spark) -> float:
@@ -195,11 +223,40 @@ def run_phase(phase: str, data: Path, root: Path, project_dir: Path, tests: bool
     scan_seconds, scanned = scan_floor(spark, lakehouse.landing)
     result: dict = {"scan_floor": {"seconds": round(scan_seconds, 1), "records": scanned}}
     result["full_build"] = _timed_build(project_dir, lakehouse, full_refresh=True, tests=tests)
+    result["duckdb_peer"] = _peer(lakehouse, project_dir, root / phase / "peer")
+    result["no_op_build"] = _timed_build(project_dir, lakehouse, tests=False)
     _landing_with(lakehouse, data / "new", "new")
     result["incremental_build"] = _timed_build(project_dir, lakehouse, tests=tests)
     result["parquet_files_per_mart"] = _parquet_files(lakehouse)
     result["driver_peak_rss_mb"] = _driver_peak_rss_mb(spark)
     return result
+
+
+def _peer(lakehouse: Lakehouse, project_dir: Path, workdir: Path) -> dict:
+    """The DuckDB peer over the same landing files, timed; then compared with the marts."""
+    from retrylake.bench.duckdb_peer import compare_with_marts, run_peer
+
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    ran = run_peer(lakehouse.landing, project_dir / "seeds", workdir, project_dir)
+    compared = compare_with_marts(workdir, lakehouse.warehouse)
+    return {
+        "seconds": ran["seconds"],
+        "cpu_seconds": ran["cpu_seconds"],
+        "agrees_with_marts": compared["agree"],
+        "disagreements": {
+            table: {
+                key: result[key]
+                for key in ("only_in_peer", "only_in_marts", "disagreeing_rows")
+                if result.get(key)
+            }
+            for table, result in compared["tables"].items()
+            if result.get("missing_mart")
+            or not all(
+                result[key] == 0 for key in ("only_in_peer", "only_in_marts", "disagreeing_rows")
+            )
+        },
+    }
 
 
 def _phase_figures(records: int, phase: dict) -> dict:
@@ -210,6 +267,8 @@ def _phase_figures(records: int, phase: dict) -> dict:
             "scan_floor": scan,
             "full_build": full,
             "full_build_data_tests": phase["full_build"]["data_tests_seconds"],
+            "duckdb_peer": phase["duckdb_peer"]["seconds"],
+            "no_op_build": phase["no_op_build"]["seconds"],
             "incremental_build": phase["incremental_build"]["seconds"],
             "incremental_build_data_tests": phase["incremental_build"]["data_tests_seconds"],
         },
@@ -218,9 +277,13 @@ def _phase_figures(records: int, phase: dict) -> dict:
             "full_build": round(records / full),
         },
         "ratio_full_to_scan_floor": round(full / scan, 2),
+        "ratio_full_to_duckdb_peer": round(full / phase["duckdb_peer"]["seconds"], 2),
+        "duckdb_peer_agrees_with_marts": phase["duckdb_peer"]["agrees_with_marts"],
+        "duckdb_peer_disagreements": phase["duckdb_peer"]["disagreements"],
         "driver_peak_rss_mb": phase["driver_peak_rss_mb"],
         "model_seconds": {
             "full_build": phase["full_build"]["models"],
+            "no_op_build": phase["no_op_build"]["models"],
             "incremental_build": phase["incremental_build"]["models"],
         },
         "parquet_files_per_mart": phase["parquet_files_per_mart"],
@@ -270,5 +333,5 @@ def bench(root: Path, records: int, seed: int, project_dir: Path, tests: bool = 
             large["seconds"]["incremental_build"] / small["seconds"]["incremental_build"], 2
         ),
         "driver_peak_rss_mb": max(small["driver_peak_rss_mb"], large["driver_peak_rss_mb"]),
-        "generator_seconds": generated["generator_seconds"],
+        "generator": generated["generator"],
     }
