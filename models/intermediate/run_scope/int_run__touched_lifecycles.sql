@@ -4,7 +4,7 @@
     - lifecycles with 5.x deliveries (spans, listener events) loaded since then;
     - lifecycles whose dead-letter copy arrived in a dlq/ export, or whose broker DLQ log line
       landed, since then;
-    - lifecycles waiting for a retry, which turn RETRY_OVERDUE as the watermark moves.
+    - lifecycles waiting for a retry that the watermark has now passed (RETRY_OVERDUE).
     Each lookup into the history is bounded by how far back the new records can reach (see
     macros/incremental/lookback.sql). Empty on a first or full-refresh build, which recomputes
     everything. -#}
@@ -24,6 +24,7 @@
 {%- set process_spans = ref('stg_otel__process_spans') %}
 {%- set consume_events = ref('stg_landing__consume_event_lines') %}
 {%- set broker_log_lines = ref('stg_landing__broker_log_lines') %}
+{%- set trace_watermark = ref('int_trace_watermark') %}
 
 {% if not incremental_run %}
 
@@ -47,8 +48,13 @@
             msg_id,
             lifecycle_date,
             lifecycle_hour,
-            final_state
+            final_state,
+            next_delivery_expected_at
         from {{ previous_lifecycles }}
+    ),
+
+    watermark as (
+        select watermark_at from {{ trace_watermark }}
     ),
 
     new_sub_before as (
@@ -203,11 +209,17 @@
 
         union
 
+        -- Only those the watermark has now passed: with no new data, no lifecycle moves.
         select
-            consumer_group,
-            msg_id
+            previous_lifecycles.consumer_group,
+            previous_lifecycles.msg_id
         from previous_lifecycles
-        where final_state = 'WAITING_RETRY'
+        cross join watermark
+        where
+            previous_lifecycles.final_state = 'WAITING_RETRY'
+            and not {{ retry_is_awaited(
+                'previous_lifecycles.next_delivery_expected_at', 'watermark.watermark_at'
+            ) }}
     ),
 
     final as (
