@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="run `dbt build` on the embedded Spark")
     _add_location_args(build)
     build.add_argument("--full-refresh", action="store_true", help="rebuild every table")
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="build even when nothing changed since the last successful build",
+    )
     build.add_argument("--select", nargs="+", help="dbt node selection")
     build.add_argument(
         "--exclude", nargs="+", help="dbt nodes to leave out (resource_type:test: no data tests)"
@@ -237,14 +242,22 @@ def _spark(args: argparse.Namespace) -> dict:
 def _build(args: argparse.Namespace) -> None:
     from retrylake.commands import build
 
-    build(
+    lakehouse = _lakehouse(args)
+    built = build(
         _project_dir(args),
-        _lakehouse(args),
+        lakehouse,
         full_refresh=args.full_refresh,
         select=args.select,
         exclude=args.exclude,
+        force=args.force,
         **_spark(args),
     )
+    if not built:
+        print(
+            f"retrylake: nothing changed since the last build of {lakehouse.root} (the same "
+            "landing files, seeds, project and command), so its marts are up to date; "
+            "--force builds anyway"
+        )
 
 
 def _dbt(args: argparse.Namespace) -> None:

@@ -6,6 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from retrylake.build_inputs import LastBuild, build_inputs_fingerprint
 from retrylake.config_check import check_configuration
 from retrylake.dbt_runner import run_dbt
 from retrylake.errors import UsageError
@@ -22,22 +23,37 @@ def build(
     exclude: list[str] | None = None,
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
-) -> None:
+    force: bool = False,
+) -> bool:
     """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
-    is checked before any change."""
+    is checked before any change. Returns False, having started nothing, when nothing the marts
+    depend on changed since the last build that succeeded (unless ``force``)."""
     check_configuration(project_dir)
     lakehouse.check_landing_exists()
     command = ["build"]
-    if full_refresh:
-        command.append("--full-refresh")
     if select:
         command += ["--select", *select]
     if exclude:
         command += ["--exclude", *exclude]
     with lakehouse.lock():
+        last_build = LastBuild(lakehouse)
+        # A full refresh leaves the marts an incremental build would (docs/incremental.md), so
+        # it is not part of the fingerprint; asked for, it always runs.
+        fingerprint = build_inputs_fingerprint(project_dir, lakehouse, command)
+        if not (force or full_refresh) and last_build.matches(fingerprint):
+            return False
+        if full_refresh:
+            command.append("--full-refresh")
+        last_build.forget()
         lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
         run_dbt(command, project_dir, lakehouse)
+        last_build.record(fingerprint)
+    return True
+
+
+# dbt commands that change no table, so the last build's marts stay up to date after them.
+READ_ONLY_DBT_COMMANDS = ("test", "docs", "show", "compile", "ls", "list", "parse", "debug")
 
 
 def dbt(
@@ -53,6 +69,8 @@ def dbt(
         check_configuration(project_dir)
     lakehouse.check_landing_exists()
     with lakehouse.lock():
+        if args[0] not in READ_ONLY_DBT_COMMANDS:
+            LastBuild(lakehouse).forget()  # the command may change the tables
         lakehouse.claim_landing(full_refresh="--full-refresh" in args)
         start_session(lakehouse, master, spark_conf)
         run_dbt(args, project_dir, lakehouse)
@@ -186,6 +204,7 @@ def demo(
     grpc5_messages = grpc5_messages_for(messages, grpc5_messages)
     check_configuration(project_dir)
     with lakehouse.lock():
+        LastBuild(lakehouse).forget()
         lakehouse.claim_landing(full_refresh=True)
         if lakehouse.landing.exists():
             shutil.rmtree(lakehouse.landing)

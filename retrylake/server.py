@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 
+from retrylake.build_inputs import LastBuild
 from retrylake.errors import PortInUseError
 from retrylake.lakehouse import Lakehouse
 from retrylake.spark import start_session
@@ -51,6 +52,7 @@ def serve(
     }
     try:
         with lakehouse.lock(holder=f"retrylake serve on {host}:{port}"):
+            LastBuild(lakehouse).forget()  # its clients may change the tables
             print(f"Starting Spark on {lakehouse.root} ...", file=sys.stderr, flush=True)
             spark = start_session(
                 lakehouse,

@@ -19,6 +19,7 @@ LAYERS = {
     "retrylake.project": 1,
     "retrylake.lakehouse": 1,
     "retrylake.config_check": 1,
+    "retrylake.build_inputs": 2,
     "retrylake.sim": 2,
     "retrylake.analyst": 2,
     "retrylake.spark": 3,

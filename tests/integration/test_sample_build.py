@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from retrylake.build_inputs import LastBuild, build_inputs_fingerprint
 from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.grpc5 import GRPC5_GROUPS
@@ -39,6 +40,23 @@ def _landing_lines(landing: Path) -> int:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         count += raw.decode("utf-8").count("\n")
     return count
+
+
+def test_a_build_with_nothing_new_runs_no_dbt(spark, sample, lakehouse):
+    """After the fixture's full build, `build` with the same landing, seeds and project does not
+    start dbt (its run results stay as they were) and the marts stay as they were; a full
+    refresh is never skipped, so the check is not taken for it."""
+    results = lakehouse.dbt_target / "run_results.json"
+    before = (results.read_bytes(), table_snapshot(spark, "retrylake.message_lifecycles"))
+    assert build(PROJECT_DIR, Lakehouse(lakehouse.root, sample.landing)) is False
+    after = (results.read_bytes(), table_snapshot(spark, "retrylake.message_lifecycles"))
+    assert after == before
+    # the same inputs built with another selection are another build
+    other = Lakehouse(lakehouse.root, sample.landing)
+    assert LastBuild(other).matches(build_inputs_fingerprint(PROJECT_DIR, other, ["build"]))
+    assert not LastBuild(other).matches(
+        build_inputs_fingerprint(PROJECT_DIR, other, ["build", "--select", "delay_levels"])
+    )
 
 
 def test_every_landing_line_is_parsed_or_quarantined(spark, sample, lakehouse):

@@ -1,0 +1,93 @@
+"""What a build's marts are a function of, fingerprinted, so a build with nothing new is skipped.
+
+The marts depend on the landing files, the seeds, the dbt project, retrylake's own code (the
+UDFs, the runtime) and the dbt command; "now" is the data watermark, never the wall clock. When
+none of these changed since a build that succeeded, building again would rewrite the marts with
+what they already hold, so `retrylake build` says so and stops (``--force`` builds anyway).
+
+Landing files are immutable once landed (docs/incremental.md), so a file's name, size and
+modification time stand for its content; everything else is hashed by content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import retrylake
+from retrylake.lakehouse import Lakehouse
+
+# The parts of the dbt project a build reads; target/, logs/ and the lakehouse are outputs.
+PROJECT_INPUTS = (
+    "dbt_project.yml",
+    "packages.yml",
+    "profiles",
+    "models",
+    "macros",
+    "seeds",
+    "tests/dbt",
+    "analyses",
+)
+# retrylake's code that runs in a build: the runtime and the UDFs it registers on the session.
+CODE_PACKAGES = ("retrylake", "spark_udfs")
+
+
+def _files(folder: Path) -> list[Path]:
+    if folder.is_file():
+        return [folder]
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+def _hash_contents(digest: hashlib._Hash, root: Path, paths: list[Path]) -> None:
+    for path in paths:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+
+
+def build_inputs_fingerprint(project_dir: Path, lakehouse: Lakehouse, command: list[str]) -> str:
+    """A digest of everything a build with ``command`` reads; equal digests, equal marts."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(command).encode() + b"\0")
+    digest.update(lakehouse.landing_location.encode() + b"\0")
+    for name in PROJECT_INPUTS:
+        _hash_contents(digest, project_dir, _files(project_dir / name))
+    code_root = Path(retrylake.__file__).resolve().parents[1]
+    for package in CODE_PACKAGES:
+        sources = [path for path in _files(code_root / package) if path.suffix in (".py", ".sql")]
+        _hash_contents(digest, code_root, sources)
+    # Every file of the landing zone, hidden ones too: a rename into place changes the list.
+    for path in _files(lakehouse.landing):
+        status = path.stat()
+        relative = str(path.relative_to(lakehouse.landing))
+        digest.update(f"{relative}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+class LastBuild:
+    """The fingerprint of the last build that succeeded, kept in the lakehouse.
+
+    It is removed before any build or dbt command starts, so a build that fails, is killed, or a
+    dbt command that changes tables some other way, never leaves the lakehouse looking up to date.
+    """
+
+    def __init__(self, lakehouse: Lakehouse) -> None:
+        self.path = lakehouse.root / "last-build.json"
+        self.lakehouse = lakehouse
+
+    def matches(self, fingerprint: str) -> bool:
+        if self.lakehouse.landing_url is not None or not self.path.is_file():
+            return False  # a landing on shared storage cannot be listed from Python
+        try:
+            return json.loads(self.path.read_text())["fingerprint"] == fingerprint
+        except (ValueError, KeyError):
+            return False
+
+    def forget(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def record(self, fingerprint: str) -> None:
+        if self.lakehouse.landing_url is None:
+            self.path.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")

@@ -1,0 +1,110 @@
+"""A build's inputs fingerprint changes with each input the marts depend on, and only then."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from retrylake.build_inputs import LastBuild, build_inputs_fingerprint
+from retrylake.lakehouse import Lakehouse
+
+COMMAND = ["build"]
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    (folder / "models" / "marts").mkdir(parents=True)
+    (folder / "seeds").mkdir()
+    (folder / "dbt_project.yml").write_text("name: retrylake\n")
+    (folder / "models" / "marts" / "a.sql").write_text("select 1 as a\n")
+    (folder / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng1\n")
+    return folder
+
+
+@pytest.fixture()
+def lakehouse(tmp_path: Path) -> Lakehouse:
+    house = Lakehouse(tmp_path / "lakehouse", tmp_path / "landing")
+    (house.landing / "trace" / "2026").mkdir(parents=True)
+    (house.landing / "trace" / "2026" / "a.jsonl").write_text('{"msgId": "1"}\n')
+    house.root.mkdir()
+    return house
+
+
+def test_the_same_inputs_give_the_same_fingerprint(project, lakehouse):
+    first = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) == first
+    # outputs beside the project are not inputs
+    (project / "target").mkdir()
+    (project / "target" / "manifest.json").write_text("{}")
+    (project / "logs").mkdir()
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) == first
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "new landing file",
+        "hidden landing file renamed into place",
+        "landing file grown",
+        "seed edited",
+        "model edited",
+        "model added",
+        "dbt_project.yml edited",
+        "command",
+    ],
+)
+def test_each_input_changes_the_fingerprint(project, lakehouse, change):
+    before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    command = COMMAND
+    trace = lakehouse.landing / "trace" / "2026"
+    if change == "new landing file":
+        (lakehouse.landing / "dlq").mkdir()
+        (lakehouse.landing / "dlq" / "b.jsonl").write_text("{}\n")
+    elif change == "hidden landing file renamed into place":
+        (trace / ".b.jsonl.tmp").write_text("{}\n")
+        before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+        (trace / ".b.jsonl.tmp").rename(trace / "b.jsonl")
+    elif change == "landing file grown":
+        with (trace / "a.jsonl").open("a") as handle:
+            handle.write('{"msgId": "2"}\n')
+    elif change == "seed edited":
+        (project / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng2\n")
+    elif change == "model edited":
+        (project / "models" / "marts" / "a.sql").write_text("select 2 as a\n")
+    elif change == "model added":
+        (project / "models" / "marts" / "b.sql").write_text("select 1 as b\n")
+    elif change == "dbt_project.yml edited":
+        (project / "dbt_project.yml").write_text("name: retrylake\nvars: {x: 1}\n")
+    elif change == "command":
+        command = ["build", "--exclude", "resource_type:test"]
+    assert build_inputs_fingerprint(project, lakehouse, command) != before
+
+
+def test_a_rewritten_landing_file_of_the_same_size_changes_the_fingerprint(project, lakehouse):
+    path = lakehouse.landing / "trace" / "2026" / "a.jsonl"
+    before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    status = path.stat()
+    path.write_text('{"msgId": "9"}\n')
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000))
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) != before
+
+
+def test_the_last_build_is_matched_recorded_and_forgotten(project, lakehouse, tmp_path):
+    fingerprint = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    last = LastBuild(lakehouse)
+    assert not last.matches(fingerprint)
+    last.record(fingerprint)
+    assert last.matches(fingerprint)
+    assert not last.matches("0" * 64)
+    last.forget()
+    assert not last.matches(fingerprint)
+    last.path.write_text("not json")
+    assert not last.matches(fingerprint)
+    # a landing on shared storage cannot be listed from Python: never taken as up to date
+    remote = Lakehouse(lakehouse.root, lakehouse.landing, landing_url="hdfs://nn/landing")
+    LastBuild(remote).record(fingerprint)
+    last.record(fingerprint)
+    assert not LastBuild(remote).matches(fingerprint)
