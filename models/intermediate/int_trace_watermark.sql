@@ -1,6 +1,8 @@
 -- "Now" for every state that moves with time: the latest time any landed record tells (a trace
 -- message's store time; a 5.x delivery's end; a broker DLQ line's store time), never the wall
 -- clock, so a rebuild gives the same answer.
+{{ config(materialized='table') }}
+-- A table, not a view: as a view, each reader would scan every staged line again.
 with
 
 trace_lines as (

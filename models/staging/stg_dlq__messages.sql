@@ -5,6 +5,9 @@
 -- `lifecycle_msg_id` ties a copy to its lifecycle in every path: the UNIQ_KEY, which the broker
 -- and the client copy on every hop (§3.7); ORIGIN_MESSAGE_ID is an offset id on the broker path
 -- and missing from an orderly 4.9.x copy (§3.5).
+{{ config(materialized='table') }}
+-- A table, rebuilt whole on every run (copies are few): four models read it, and as a view
+-- each would parse the staged lines again.
 with
 
 lines as (

@@ -1,6 +1,9 @@
 -- Effective settings of every consumer group the rules judge: the seed's row, or RocketMQ's
 -- defaults for a group seen in the trace but missing from the seed (flagged by
 -- `settings_source`), with the settings as the broker and client apply them.
+{{ config(materialized='table') }}
+-- A table, not a view: seven models read it, and as a view each would scan the staged 5.x
+-- spans and events again.
 with
 
 configured as (
