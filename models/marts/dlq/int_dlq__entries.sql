@@ -3,8 +3,9 @@
 -- DLQ log show it, matched per (group, message) in time order; a dead letter seen on one side
 -- only gets a reconciliation reason, each a documented rule (docs/rules.md). `dlq_messages`
 -- adds how each was recovered. A table: Spark recomputes a CTE for every reference, and the
--- recovery reads these entries three times.
-{{ config(materialized='table') }}
+-- recovery reads these entries three times. It reads the fact marts, so it sits in the marts
+-- layer; the intermediate schema keeps it out of the analysts' one.
+{{ config(materialized='table', schema='intermediate') }}
 with
 
 lifecycles as (
