@@ -141,7 +141,8 @@
         where mates.trace_stored_at >= {{ hours_before(earliest_new_start, var('trace_clock_skew_hours')) }}
     ),
 
-    touched as (
+    -- The lifecycles the new records name by (group, message).
+    named_by_new_records as (
         select
             consumer_group,
             msg_id
@@ -167,38 +168,17 @@
 
         union
 
-        -- A message is consumed after it is published.
-        select {{ '/*+ broadcast(new_pubs) */' if few_new }}
-            previous_lifecycles.consumer_group,
-            previous_lifecycles.msg_id
-        from previous_lifecycles
-        left semi join new_pubs
-            on previous_lifecycles.msg_id = new_pubs.msg_id
-        where
-            previous_lifecycles.lifecycle_date
-            >= to_date({{ hours_before(earliest_new_pub, var('trace_clock_skew_hours')) }})
+        select
+            consumer_group,
+            msg_id
+        from new_dlq_copies
 
         union
 
         select
-            previous_lifecycles.consumer_group,
-            previous_lifecycles.msg_id
-        from previous_lifecycles
-        left semi join new_dlq_copies
-            on
-                previous_lifecycles.consumer_group = new_dlq_copies.consumer_group
-                and previous_lifecycles.msg_id = new_dlq_copies.msg_id
-
-        union
-
-        select
-            previous_lifecycles.consumer_group,
-            previous_lifecycles.msg_id
-        from previous_lifecycles
-        left semi join new_broker_dlq_lines
-            on
-                previous_lifecycles.consumer_group = new_broker_dlq_lines.consumer_group
-                and previous_lifecycles.msg_id = new_broker_dlq_lines.msg_id
+            consumer_group,
+            msg_id
+        from new_broker_dlq_lines
 
         union
 
@@ -206,33 +186,42 @@
             consumer_group,
             msg_id
         from new_grpc_deliveries
-
-        union
-
-        -- Only those the watermark has now passed: with no new data, no lifecycle moves.
-        select
-            previous_lifecycles.consumer_group,
-            previous_lifecycles.msg_id
-        from previous_lifecycles
-        cross join watermark
-        where
-            previous_lifecycles.final_state = 'WAITING_RETRY'
-            and not {{ retry_is_awaited(
-                'previous_lifecycles.next_delivery_expected_at', 'watermark.watermark_at'
-            ) }}
     ),
 
-    final as (
-        select {{ '/*+ broadcast(touched) */' if few_new }}
+    -- One pass over the previous lifecycles (each reference to it would be another scan): those
+    -- the new records name; those whose Pub arrived, as a message is consumed after it is
+    -- published; and those waiting for a retry that the watermark has now passed (only those:
+    -- with no new data, no lifecycle moves).
+    touched_previous as (
+        select {{ '/*+ broadcast(named_by_new_records, new_pubs) */' if few_new }}
             previous_lifecycles.consumer_group,
             previous_lifecycles.msg_id,
             previous_lifecycles.lifecycle_date,
             previous_lifecycles.lifecycle_hour
         from previous_lifecycles
-        left semi join touched
+        cross join watermark
+        left join named_by_new_records
             on
-                previous_lifecycles.consumer_group = touched.consumer_group
-                and previous_lifecycles.msg_id = touched.msg_id
+                previous_lifecycles.consumer_group = named_by_new_records.consumer_group
+                and previous_lifecycles.msg_id = named_by_new_records.msg_id
+        left join new_pubs
+            on
+                previous_lifecycles.msg_id = new_pubs.msg_id
+                and previous_lifecycles.lifecycle_date
+                >= to_date({{ hours_before(earliest_new_pub, var('trace_clock_skew_hours')) }})
+        where
+            named_by_new_records.msg_id is not null
+            or new_pubs.msg_id is not null
+            or (
+                previous_lifecycles.final_state = 'WAITING_RETRY'
+                and not {{ retry_is_awaited(
+                    'previous_lifecycles.next_delivery_expected_at', 'watermark.watermark_at'
+                ) }}
+            )
+    ),
+
+    final as (
+        select * from touched_previous
 
         union
 
