@@ -32,6 +32,49 @@ consumer_groups as (
     select * from {{ ref('int_consumer_group_settings') }}
 ),
 
+-- The (group, message) pairs with a dead letter on either side: few next to the lifecycles and
+-- decisions, so the joins below read only their rows (broadcast) instead of shuffling the marts.
+-- (RF02 mistakes the hint for a column.)
+predicted_or_observed as (
+    select
+        consumer_group,
+        msg_id
+    from decisions
+    where decision = 'DLQ'
+
+    union
+
+    select
+        consumer_group,
+        lifecycle_msg_id as msg_id
+    from copies
+
+    union
+
+    select
+        consumer_group,
+        msg_id
+    from broker_forwards
+),
+
+lifecycles_with_dead_letters as (
+    select /*+ broadcast(predicted_or_observed) */ lifecycles.*  -- noqa: RF02
+    from lifecycles
+    left semi join predicted_or_observed
+        on
+            lifecycles.consumer_group = predicted_or_observed.consumer_group
+            and lifecycles.msg_id = predicted_or_observed.msg_id
+),
+
+decisions_with_dead_letters as (
+    select /*+ broadcast(predicted_or_observed) */ decisions.*  -- noqa: RF02
+    from decisions
+    left semi join predicted_or_observed
+        on
+            decisions.consumer_group = predicted_or_observed.consumer_group
+            and decisions.msg_id = predicted_or_observed.msg_id
+),
+
 -- A DLQ decision the message came back from, sent by the client itself after its send-back
 -- failed (the fallback ignores the level, §3.4), never reached the DLQ.
 overturned_decisions as (
@@ -284,7 +327,7 @@ with_context as (
         export_windows.export_last_stored_at,
         broker_log_window.log_last_stored_at
     from matched
-    left join lifecycles
+    left join lifecycles_with_dead_letters as lifecycles
         on
             matched.consumer_group = lifecycles.consumer_group
             and matched.msg_id = lifecycles.msg_id
@@ -309,7 +352,7 @@ deciding_candidates as (
             order by decisions.failed_at desc, decisions.decision asc
         ) as candidate_rank
     from with_context
-    left join decisions
+    left join decisions_with_dead_letters as decisions
         on
             with_context.evidence = 'OBSERVED'
             and with_context.consumer_group = decisions.consumer_group
