@@ -48,8 +48,8 @@ def test_a_killed_build_recovers_to_a_clean_build(spark, lakehouse: Lakehouse, t
     log = crashed / "dbt" / "logs" / "dbt.log"
 
     victim = subprocess.Popen(
-        # the dbt unit tests run with the sample build; here they would only delay the kill
-        [*command, "--exclude", "resource_type:unit_test"],
+        # the data and unit tests run in other modules; here they would only delay the kill
+        [*command, "--exclude", "resource_type:test", "resource_type:unit_test"],
         cwd=PROJECT_DIR,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
