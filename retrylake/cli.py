@@ -104,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_grpc5_arg(generate)
     generate.add_argument(
+        "--offline",
+        action="append",
+        default=[],
+        metavar="GROUP@TIME",
+        help="a 4.x consumer group that consumes nothing from TIME (ISO 8601, UTC) on, so its "
+        "retries stay overdue; repeatable",
+    )
+    generate.add_argument(
         "--jobs",
         type=int,
         metavar="N",
@@ -293,6 +301,7 @@ def _generate(args: argparse.Namespace) -> None:
             seeds=Path(args.seeds) if args.seeds else None,
             compression=args.compression,
             grpc5_messages=args.grpc5_messages,
+            offline=args.offline,
         )
 
 

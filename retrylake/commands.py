@@ -135,24 +135,26 @@ def generate(
     seeds: Path | None,
     compression: str,
     grpc5_messages: int | None = None,
+    offline: list[str] | None = None,
 ) -> None:
     """`retrylake generate`: write simulated traffic and report its throughput. The 5.x gRPC
-    groups get ``grpc5_messages`` messages; None: a fifth of ``messages``."""
-    import datetime as dt
+    groups get ``grpc5_messages`` messages; None: a fifth of ``messages``. ``offline`` names
+    4.x groups that consume nothing from a time on, as GROUP@TIME."""
     import time
 
     from retrylake.sim.engine import GeneratorConfig
     from retrylake.sim.engine import generate as run_generator
     from retrylake.sim.trace_format import CLIENT_VERSIONS
 
-    try:
-        started = dt.datetime.fromisoformat(start.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"--start {start!r} is not an ISO 8601 time, e.g. 2026-03-01T00:00:00Z"
-        ) from None
-    if started.tzinfo is None:
-        started = started.replace(tzinfo=dt.UTC)
+    started = _utc_instant("--start", start)
+    offline_groups = []
+    for value in offline or []:
+        group, separator, time_text = value.partition("@")
+        if not group or not separator:
+            raise UsageError(
+                f"--offline {value!r}: write GROUP@TIME, e.g. inventory-sync@2026-03-03T12:00:00Z"
+            )
+        offline_groups.append((group, int(_utc_instant("--offline", time_text).timestamp() * 1000)))
     versions = tuple(v for value in client_versions for v in value.split(",") if v)
     unknown = [version for version in versions if version not in CLIENT_VERSIONS]
     if unknown:
@@ -173,6 +175,7 @@ def generate(
         dlq_export=dlq_export,
         compression=compression,
         grpc5_messages=grpc5_messages,
+        offline_groups=tuple(offline_groups),
     )
     began = time.perf_counter()
     stats = run_generator(config, seeds_dir=seeds, progress=sys.stderr.isatty())
@@ -184,6 +187,19 @@ def generate(
     )
     if stats.grpc5 is not None:
         _print_grpc5(stats.grpc5)
+
+
+def _utc_instant(option: str, value: str):
+    """An ISO 8601 time as an aware datetime, UTC when it names no zone."""
+    import datetime as dt
+
+    try:
+        instant = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{option} {value!r} is not an ISO 8601 time, e.g. 2026-03-01T00:00:00Z"
+        ) from None
+    return instant if instant.tzinfo is not None else instant.replace(tzinfo=dt.UTC)
 
 
 def demo(

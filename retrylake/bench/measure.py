@@ -24,10 +24,16 @@ from retrylake.sim.engine import GeneratorConfig, generate
 
 # Generated traffic averages about 4.6 trace records per published message.
 RECORDS_PER_MESSAGE = 4.6
-MESSAGES_PER_HOUR = 2_000_000 / 48  # the generator's default density: 3000 messages in 6 h is
+MESSAGES_PER_HOUR = 2_000_000 / 48  # the densest chunk: 3000 messages in 6 h (the default) is
 # sparse; a busy cluster is denser, and density, not duration, is what a build pays for
 NEW_SHARE = 0.01
 BENCH_START = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+# The large history spans at least this many days (the small one a tenth), so that a run's cost
+# is measured against a long history, not only a dense one.
+HISTORY_DAYS = 30
+# A consumer group that goes offline on day 3 and stays away: its retries waiting then stay
+# overdue for the rest of the history, and a run must not pay for them again and again.
+OFFLINE_GROUP = ("order-service", BENCH_START + dt.timedelta(days=2, hours=12))
 
 
 def _generate(out: Path, messages: int, seed: int, start: dt.datetime, hours: float) -> dict:
@@ -42,6 +48,7 @@ def _generate(out: Path, messages: int, seed: int, start: dt.datetime, hours: fl
             client_versions=("4.9", "4.8", "4.9.1"),
             dlq_export=True,
             grpc5_messages=messages // 5,  # the generator's default share of 5.x traffic
+            offline_groups=((OFFLINE_GROUP[0], int(OFFLINE_GROUP[1].timestamp() * 1000)),),
         ),
         seeds_dir=Path.cwd() / "seeds",
     )
@@ -65,7 +72,7 @@ def _generate_chunk(job: tuple[Path, int, int, dt.datetime, float]) -> dict:
 
 
 # Bumped when what the generator writes for the bench changes, so a cache is not reused.
-DATA_VERSION = 2
+DATA_VERSION = 3
 
 
 def data_root(root: Path, records: int, seed: int) -> Path:
@@ -75,11 +82,12 @@ def data_root(root: Path, records: int, seed: int) -> Path:
 def prepare(root: Path, records: int, seed: int) -> dict:
     """Write the history in ten consecutive chunks, and the 1% batch that follows them.
 
-    The small history is the first chunk; the large one is all ten. Chunks are generated two at
-    a time (one process per core) and cached, so a rerun of the same size generates nothing.
+    The small history is the first chunk; the large one is all ten, spanning `HISTORY_DAYS` or
+    more. Chunks are generated two at a time (one process per core) and cached, so a rerun of
+    the same size generates nothing.
     """
     messages = max(1000, int(records / RECORDS_PER_MESSAGE))
-    hours = max(1.0, messages / MESSAGES_PER_HOUR)
+    hours = max(HISTORY_DAYS * 24 / HISTORY_FACTOR, messages / MESSAGES_PER_HOUR)
     data = data_root(root, records, seed)
     jobs = [
         (

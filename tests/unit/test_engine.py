@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from retrylake.config_check import GROUP_COLUMNS
+from retrylake.errors import UsageError
 from retrylake.project import consumer_group_defaults
 from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth, read_groups
 from retrylake.sim.rules import Group
@@ -232,3 +233,38 @@ def test_empty_seed_cells_take_the_projects_defaults(tmp_path: Path):
         client_line=defaults["client_line"],
     )
     assert group.broker_cluster == "*" and group.cluster_name == "DefaultCluster"
+
+
+def test_an_offline_group_takes_no_delivery_from_its_instant_on(tmp_path: Path):
+    start_ms = 1_772_323_200_000  # 2026-03-01T00:00:00Z
+    offline_ms = start_ms + 2 * 3_600_000
+    config = GeneratorConfig(
+        out=tmp_path / "offline",
+        messages=3000,
+        seed=5,
+        start_ms=start_ms,
+        hours=6.0,
+        offline_groups=(("order-service", offline_ms),),
+    )
+    generate(config)
+    deliveries = [
+        int(fields[1])
+        for fields in _records(config.out)
+        if fields[0] == "SubBefore" and fields[3] == "order-service"
+    ]
+    others = [
+        int(fields[1])
+        for fields in _records(config.out)
+        if fields[0] == "SubBefore" and fields[3] == "inventory-sync"
+    ]
+    assert deliveries and max(deliveries) < offline_ms
+    assert max(others) >= offline_ms + 3 * 3_600_000  # the other groups go on to the end
+    assert json.loads((config.out / "generation.json").read_text())["config"]["offline_groups"] == [
+        ["order-service", offline_ms]
+    ]
+
+
+def test_an_offline_group_must_be_a_simulated_4x_group(tmp_path: Path):
+    config = GeneratorConfig(out=tmp_path / "x", messages=10, offline_groups=(("nobody", 0),))
+    with pytest.raises(UsageError, match=r"nobody is not a simulated 4\.x consumer group"):
+        generate(config)
