@@ -33,4 +33,4 @@ final as (
     from attempts
 )
 
-select * from final
+select {{ one_file_per_partition() }} * from final

@@ -107,4 +107,4 @@ final as (
             and cohorts.lifecycle_date = redelivery_causes.lifecycle_date
 )
 
-select * from final
+select {{ one_file_per_partition() }} * from final

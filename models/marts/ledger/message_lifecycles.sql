@@ -283,4 +283,4 @@ final as (
         on judged.msg_id = published.msg_id
 )
 
-select * from final
+select {{ one_file_per_partition() }} * from final

@@ -181,4 +181,4 @@ final as (
     from classified
 )
 
-select * from final
+select {{ one_file_per_partition() }} * from final

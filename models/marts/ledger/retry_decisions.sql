@@ -199,4 +199,4 @@ final as (
         on timed.msg_id = published.msg_id
 )
 
-select * from final
+select {{ one_file_per_partition() }} * from final
