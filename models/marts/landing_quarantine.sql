@@ -2,8 +2,9 @@
 -- not be used, with the reason.
 -- Together with the parsed lines it accounts for every line that landed. Rebuilt on every run:
 -- records that wait for a partner (a SubAfter whose SubBefore has not landed yet) leave it as
--- soon as the partner arrives. A table, so that readers of the parquet files (retrylake query)
--- see it like every other mart.
+-- soon as the partner arrives (int_trace__pairing_verdicts judges only the keys new records
+-- name). A table, so that readers of the parquet files (retrylake query) see it like every
+-- other mart.
 with
 
 lines as (
@@ -111,50 +112,28 @@ rejected_records as (
     where record_error is not null
 ),
 
-sub_before as (
-    select * from {{ ref('stg_trace__sub_before') }}
-),
-
-sub_after as (
-    select * from {{ ref('stg_trace__sub_after') }}
-),
-
--- A request id names one consume request; a later SubBefore reusing it for the same message is
--- not paired (its SubAfter could not be told apart) and is kept here instead.
-ranked_sub_before as (
+-- SubBefore and SubAfter records that could not be paired, by their latest verdict (see
+-- int_trace__pairing_verdicts): a record paired since has a later verdict without a reason.
+pairing_verdicts as (
     select
         *,
-        dense_rank() over (
-            partition by consumer_group, msg_id, request_id order by consume_started_at asc
-        ) as use_number
-    from sub_before
+        row_number() over (
+            partition by source_file, line_number, record_index order by verdict_run desc
+        ) as recency
+    from {{ ref('int_trace__pairing_verdicts') }}
+    where source_file is not null
 ),
 
-reused_request_ids as (
-    select distinct
+unpaired_records as (
+    select
         'trace' as source,
         source_file as file,
         line_number as line,
         record_index,
         cast(null as string) as raw_text,
-        'request id ' || request_id || ' reused for another delivery of ' || msg_id as reason
-    from ranked_sub_before
-    where use_number > 1
-),
-
-orphan_results as (
-    select
-        'trace' as source,
-        sub_after.source_file as file,
-        sub_after.line_number as line,
-        sub_after.record_index,
-        cast(null as string) as raw_text,
-        'SubAfter without its SubBefore (request ' || sub_after.request_id || ')' as reason
-    from sub_after
-    left anti join sub_before
-        on
-            sub_after.request_id = sub_before.request_id
-            and sub_after.msg_id = sub_before.msg_id
+        reason
+    from pairing_verdicts
+    where recency = 1 and reason is not null
 ),
 
 final as (
@@ -168,9 +147,7 @@ final as (
     union all
     select * from rejected_records
     union all
-    select * from reused_request_ids
-    union all
-    select * from orphan_results
+    select * from unpaired_records
 )
 
 select * from final
