@@ -21,12 +21,14 @@ unit: setup
 
 integration: setup
 	@bash scripts/install-chromium.sh
+	@bash scripts/install-postgresql.sh
 	.venv/bin/pytest -m integration tests/integration
 
 # Two workers, one test module each at a time: each has its own SparkSession and lakehouse.
 # dbt and Spark's per-query overhead leave a core idle most of the time, so two overlap well.
 test: lint
 	@bash scripts/install-chromium.sh
+	@bash scripts/install-postgresql.sh
 	.venv/bin/pytest -n 2 --dist loadfile --durations=15
 
 # A benchmark, not a test: prints one JSON object of figures. RECORDS=10000000 for the targets.

@@ -45,6 +45,13 @@ def _add_spark_args(parser: argparse.ArgumentParser) -> None:
         help="a Spark setting, applied after retrylake's defaults (repeatable; "
         "also $RETRYLAKE_SPARK_CONF, whitespace-separated)",
     )
+    parser.add_argument(
+        "--metastore",
+        metavar="postgresql://USER@HOST[:PORT]/DATABASE",
+        help="a PostgreSQL database as the lakehouse's Hive metastore, set up on first use and "
+        "kept by the lakehouse (default: $RETRYLAKE_METASTORE, else the one the lakehouse "
+        "recorded, else embedded Derby; password in $RETRYLAKE_METASTORE_PASSWORD)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -239,7 +246,9 @@ def _project_dir(args: argparse.Namespace) -> Path:
 
 
 def _lakehouse(args: argparse.Namespace) -> Lakehouse:
-    return Lakehouse.resolve(args.lakehouse, getattr(args, "landing", None))
+    return Lakehouse.resolve(
+        args.lakehouse, getattr(args, "landing", None), getattr(args, "metastore", None)
+    )
 
 
 def _spark(args: argparse.Namespace) -> dict:

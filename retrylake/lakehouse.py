@@ -25,15 +25,27 @@ class Lakehouse:
     # A landing zone on shared storage (hdfs://, s3a://, ...) that Spark reads; `landing` is then
     # unused, since Python cannot list such a folder.
     landing_url: str | None = None
+    # A PostgreSQL metastore asked for on the command line (retrylake/metastore.py); None: the
+    # environment's, the one the lakehouse recorded, or its embedded Derby.
+    metastore_url: str | None = None
 
     @classmethod
-    def resolve(cls, lakehouse: str | None, landing: str | None) -> Lakehouse:
+    def resolve(
+        cls, lakehouse: str | None, landing: str | None, metastore: str | None = None
+    ) -> Lakehouse:
         root = Path(lakehouse or os.environ.get("RETRYLAKE_LAKEHOUSE") or "lakehouse").resolve()
         landing_dir = landing or os.environ.get("RETRYLAKE_LANDING")
         if landing_dir and "://" in landing_dir:
-            return cls(root=root, landing=root / "landing", landing_url=landing_dir.rstrip("/"))
+            return cls(
+                root=root,
+                landing=root / "landing",
+                landing_url=landing_dir.rstrip("/"),
+                metastore_url=metastore,
+            )
         return cls(
-            root=root, landing=Path(landing_dir).resolve() if landing_dir else root / "landing"
+            root=root,
+            landing=Path(landing_dir).resolve() if landing_dir else root / "landing",
+            metastore_url=metastore,
         )
 
     @property
@@ -47,6 +59,7 @@ class Lakehouse:
 
     @property
     def metastore(self) -> Path:
+        """The embedded Derby metastore's folder (unused with a PostgreSQL metastore)."""
         return self.root / "metastore_db"
 
     @property

@@ -1,4 +1,5 @@
-"""The embedded SparkSession: Hive catalog, Derby metastore and warehouse inside the lakehouse."""
+"""The embedded SparkSession: Hive catalog (embedded Derby, or PostgreSQL) and warehouse inside
+the lakehouse."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
+from retrylake.metastore import lakehouse_metastore
+from retrylake.metastore import spark_settings as metastore_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,6 +85,7 @@ def start_session(
         return active
 
     lakehouse.prepare()
+    metastore = lakehouse_metastore(lakehouse, lakehouse.metastore_url)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is None and not _launched_by_spark_submit():
         master = "local[2]"
@@ -98,14 +102,16 @@ def start_session(
     builder = (
         SparkSession.builder.appName("retrylake")
         .config("spark.sql.warehouse.dir", str(lakehouse.warehouse))
-        .config(
-            "spark.hadoop.javax.jdo.option.ConnectionURL",
-            f"jdbc:derby:;databaseName={lakehouse.metastore};create=true",
-        )
         .config("spark.driver.extraJavaOptions", driver_options)
         .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
         .enableHiveSupport()
     )
+    if metastore is None:
+        derby = f"jdbc:derby:;databaseName={lakehouse.metastore};create=true"
+        builder = builder.config("spark.hadoop.javax.jdo.option.ConnectionURL", derby)
+    else:
+        for key, value in metastore_settings(lakehouse, metastore).items():
+            builder = builder.config(key, value)
     for key, value in SPARK_DEFAULTS.items():
         if key != "spark.ui.showConsoleProgress":
             builder = builder.config(key, value)

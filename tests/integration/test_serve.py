@@ -1,6 +1,8 @@
 """`retrylake serve` as users run it: a separate process, the plain dbt CLI against its
 `server` target, a HiveServer2 client reading the marts, and a clean stop on SIGTERM. The served
-landing holds the sample's trace and a few 5.x gRPC groups' spans, events and broker logs."""
+landing holds the sample's trace and a few 5.x gRPC groups' spans, events and broker logs. The
+served lakehouse keeps its Hive metastore in a real PostgreSQL server (`--metastore`); every
+other test's lakehouse uses the embedded Derby."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from retrylake.sim import grpc5
 from retrylake.sim.sample import END_MS, START_MS, write_sample
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import free_port
+from tests.integration.postgres import metastore_tables, running_postgres
 
 pytestmark = pytest.mark.integration
 
@@ -61,13 +64,16 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         shutil.copytree(grpc / feed, landing / feed, dirs_exist_ok=True)
     grpc_truth = [json.loads(line) for line in (grpc / "ground_truth.jsonl").open()]
     port = free_port()
+    with running_postgres() as metastore:
+        yield from _serving(root, port, metastore, sample, grpc_truth)
+
+
+def _serving(root: Path, port: int, metastore: str, sample, grpc_truth):
     # Files, not pipes: a pipe nobody reads fills up and blocks the server's logging.
     out, err = (root / "serve.out").open("w"), (root / "serve.err").open("w")
+    command = [*RETRYLAKE, "serve", "--lakehouse", str(root / "lakehouse"), "--port", str(port)]
     process = subprocess.Popen(
-        [*RETRYLAKE, "serve", "--lakehouse", str(root / "lakehouse"), "--port", str(port)],
-        stdout=out,
-        stderr=err,
-        text=True,
+        [*command, "--metastore", metastore], stdout=out, stderr=err, text=True
     )
     try:
         deadline = time.monotonic() + 300
@@ -81,6 +87,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             "sample": sample,
             "grpc_truth": grpc_truth,
             "process": process,
+            "metastore": metastore,
         }
     finally:
         if process.poll() is None:
@@ -131,6 +138,10 @@ def test_plain_dbt_runs_and_tests_against_the_server(server):
     # the data tests of two marts (the full suite runs on the embedded session elsewhere)
     passed = int(re.search(r"PASS=(\d+)", result.stdout).group(1))
     assert passed >= 10 and "ERROR=0" in result.stdout
+    # the catalog is PostgreSQL's: the marts are registered there, and no Derby was made
+    tables = metastore_tables(server["metastore"])
+    assert {"retrylake.consume_attempts", "retrylake.dlq_messages"} <= set(tables)
+    assert not (server["root"] / "lakehouse" / "metastore_db").exists()
 
 
 def test_a_hiveserver2_client_reads_the_marts_and_the_udfs(server):
