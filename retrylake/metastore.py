@@ -170,8 +170,12 @@ def create_hive_schema(metastore: PostgresMetastore, password: str, jar: Path) -
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0 or "completed successfully" not in result.stdout:
-        detail = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+        detail = [
+            line.strip()
+            for line in (result.stdout + result.stderr).splitlines()
+            if line.strip() and not line.strip().startswith(("at ", "..."))  # stack frames
+        ]
         raise MetastoreError(
             f"could not create the Hive metastore schema in {metastore.url}: "
-            + " | ".join(detail[-3:])[:600]
+            + (detail[-1] if detail else f"SchemaTool exited with {result.returncode}")[:600]
         )

@@ -13,6 +13,7 @@ import pytest
 
 from retrylake.lakehouse import Lakehouse
 from tests.conftest import PROJECT_DIR
+from tests.integration.helpers import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -153,3 +154,16 @@ def test_a_usage_error_is_one_line_with_code_2(project: Path, tmp_path: Path):
     assert "retrylake dbt -- test" in _one_line_failure(result, code=2)
     result = retrylake("query", "--lakehouse", str(tmp_path / "l"), "select 1", cwd=project)
     assert "retrylake build" in _one_line_failure(result, code=1)
+
+
+def test_a_metastore_that_cannot_be_used_stops_the_build_in_one_line(project: Path, tmp_path: Path):
+    lakehouse = tmp_path / "lakehouse"
+    build = ("build", "--lakehouse", str(lakehouse), "--metastore")
+    result = retrylake(*build, "postgresql://hive:secret@db/meta", cwd=project, timeout=60)
+    assert "RETRYLAKE_METASTORE_PASSWORD" in _one_line_failure(result, code=2)
+    unreachable = f"postgresql://hive@127.0.0.1:{free_port()}/meta"
+    line = _one_line_failure(retrylake(*build, unreachable, cwd=project, timeout=120))
+    assert f"could not create the Hive metastore schema in {unreachable}" in line
+    assert "refused" in line
+    assert not (lakehouse / "metastore.txt").exists()  # nothing recorded: the next try sets up
+    assert not (lakehouse / "metastore_db").exists()  # and no Derby instead
