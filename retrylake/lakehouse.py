@@ -36,17 +36,11 @@ class Lakehouse:
         root = Path(lakehouse or os.environ.get("RETRYLAKE_LAKEHOUSE") or "lakehouse").resolve()
         landing_dir = landing or os.environ.get("RETRYLAKE_LANDING")
         if landing_dir and "://" in landing_dir:
-            return cls(
-                root=root,
-                landing=root / "landing",
-                landing_url=landing_dir.rstrip("/"),
-                metastore_url=metastore,
-            )
-        return cls(
-            root=root,
-            landing=Path(landing_dir).resolve() if landing_dir else root / "landing",
-            metastore_url=metastore,
-        )
+            landing_path, landing_url = root / "landing", landing_dir.rstrip("/")
+        else:
+            landing_path = Path(landing_dir).resolve() if landing_dir else root / "landing"
+            landing_url = None
+        return cls(root, landing_path, landing_url=landing_url, metastore_url=metastore)
 
     @property
     def landing_location(self) -> str:
@@ -61,6 +55,11 @@ class Lakehouse:
     def metastore(self) -> Path:
         """The embedded Derby metastore's folder (unused with a PostgreSQL metastore)."""
         return self.root / "metastore_db"
+
+    @property
+    def metastore_record(self) -> Path:
+        """The PostgreSQL metastore the lakehouse uses, if any (retrylake/metastore.py)."""
+        return self.root / "metastore.txt"
 
     @property
     def dbt_target(self) -> Path:

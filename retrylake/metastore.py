@@ -85,10 +85,6 @@ class PostgresMetastore:
         }
 
 
-def record_path(lakehouse: Lakehouse) -> Path:
-    return lakehouse.root / "metastore.txt"
-
-
 def lakehouse_metastore(lakehouse: Lakehouse, given: str | None) -> PostgresMetastore | None:
     """The PostgreSQL metastore this lakehouse uses, or None for its embedded Derby.
 
@@ -96,7 +92,7 @@ def lakehouse_metastore(lakehouse: Lakehouse, given: str | None) -> PostgresMeta
     recorded; a lakehouse built on Derby cannot move to PostgreSQL, nor the other way.
     """
     given = given or os.environ.get("RETRYLAKE_METASTORE") or None
-    record = record_path(lakehouse)
+    record = lakehouse.metastore_record
     recorded = PostgresMetastore.parse(record.read_text()) if record.exists() else None
     if given is None:
         return recorded
@@ -123,12 +119,16 @@ def jdbc_jar() -> Path:
     return jar
 
 
-def spark_settings(lakehouse: Lakehouse, metastore: PostgresMetastore) -> dict[str, str]:
-    """Spark settings for ``metastore``, whose Hive schema is created first if the lakehouse
-    has not recorded it yet."""
+def spark_settings(lakehouse: Lakehouse) -> dict[str, str]:
+    """Spark settings for the lakehouse's metastore: its embedded Derby, or a PostgreSQL one,
+    whose Hive schema is created first if the lakehouse has not recorded it yet."""
+    metastore = lakehouse_metastore(lakehouse, lakehouse.metastore_url)
+    if metastore is None:
+        derby = f"jdbc:derby:;databaseName={lakehouse.metastore};create=true"
+        return {"spark.hadoop.javax.jdo.option.ConnectionURL": derby}
     password = os.environ.get("RETRYLAKE_METASTORE_PASSWORD", "")
     jar = jdbc_jar()
-    record = record_path(lakehouse)
+    record = lakehouse.metastore_record
     if not record.exists():
         create_hive_schema(metastore, password, jar)
         record.write_text(metastore.url + "\n")

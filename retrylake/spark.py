@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
-from retrylake.metastore import lakehouse_metastore
 from retrylake.metastore import spark_settings as metastore_settings
 
 if TYPE_CHECKING:
@@ -85,7 +84,8 @@ def start_session(
         return active
 
     lakehouse.prepare()
-    metastore = lakehouse_metastore(lakehouse, lakehouse.metastore_url)
+    # before the session starts: a PostgreSQL metastore is checked and its schema set up first
+    metastore = metastore_settings(lakehouse)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is None and not _launched_by_spark_submit():
         master = "local[2]"
@@ -106,12 +106,8 @@ def start_session(
         .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
         .enableHiveSupport()
     )
-    if metastore is None:
-        derby = f"jdbc:derby:;databaseName={lakehouse.metastore};create=true"
-        builder = builder.config("spark.hadoop.javax.jdo.option.ConnectionURL", derby)
-    else:
-        for key, value in metastore_settings(lakehouse, metastore).items():
-            builder = builder.config(key, value)
+    for key, value in metastore.items():
+        builder = builder.config(key, value)
     for key, value in SPARK_DEFAULTS.items():
         if key != "spark.ui.showConsoleProgress":
             builder = builder.config(key, value)

@@ -13,7 +13,6 @@ from retrylake.metastore import (
     PostgresMetastore,
     jdbc_jar,
     lakehouse_metastore,
-    record_path,
 )
 
 
@@ -50,7 +49,7 @@ def _lakehouse(tmp_path: Path, url: str | None = None) -> Lakehouse:
 def test_a_lakehouse_keeps_the_metastore_it_recorded(tmp_path, monkeypatch):
     monkeypatch.delenv("RETRYLAKE_METASTORE", raising=False)
     assert lakehouse_metastore(_lakehouse(tmp_path), None) is None  # embedded Derby
-    record_path(_lakehouse(tmp_path)).write_text("postgresql://hive@db:5432/meta\n")
+    _lakehouse(tmp_path).metastore_record.write_text("postgresql://hive@db:5432/meta\n")
     recorded = PostgresMetastore("hive", "db", 5432, "meta")
     assert lakehouse_metastore(_lakehouse(tmp_path), None) == recorded
     assert lakehouse_metastore(_lakehouse(tmp_path), "postgresql://hive@db/meta") == recorded
