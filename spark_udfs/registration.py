@@ -5,15 +5,23 @@ pyspark is imported inside register_udfs so the pure modules and their tests sta
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_udfs.delay_levels import parse_delay_levels
 from spark_udfs.message_ids import decode_offset_msg_id, decode_uniq_msg_id
 from spark_udfs.properties import parse_message_properties
+from spark_udfs.snapshots import point_readers_at, snapshot_marts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+# Called once per publish by the `publish_marts` macro, not per record; they change files, so
+# they are registered nondeterministic (never folded, cached or run twice by the optimizer).
+PUBLISH_UDF_NAMES: tuple[str, ...] = ("retrylake_snapshot_marts", "retrylake_point_readers_at")
 
 UDF_NAMES: tuple[str, ...] = (
     "parse_delay_levels",
@@ -21,6 +29,7 @@ UDF_NAMES: tuple[str, ...] = (
     "decode_uniq_msg_id",
     "decode_uniq_msg_id_tz",
     "parse_message_properties",
+    *PUBLISH_UDF_NAMES,
 )
 
 
@@ -54,6 +63,18 @@ def _uniq_msg_id_udf(
     return _uniq_msg_id_tz_udf(msg_id, reference_ts_ms, 0)
 
 
+def _snapshot_marts_udf(folder: str, build: str, locations: str) -> str:
+    return json.dumps(snapshot_marts(Path(folder), build, json.loads(locations)), sort_keys=True)
+
+
+def _point_readers_at_udf(folder: str, manifest: str, kept: int) -> str:
+    published = json.loads(manifest) | {
+        # when it became visible: a log entry for "as of" questions, not an input of any mart
+        "published_at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    }
+    return json.dumps(point_readers_at(Path(folder), published, kept))
+
+
 def register_udfs(spark: SparkSession) -> None:
     """Register every name in UDF_NAMES on ``spark`` with explicit return types.
 
@@ -61,6 +82,7 @@ def register_udfs(spark: SparkSession) -> None:
     (it is usually not installed, and workers may not share the driver's working directory).
     """
     from pyspark import cloudpickle
+    from pyspark.sql.functions import udf
     from pyspark.sql.types import (
         ArrayType,
         IntegerType,
@@ -104,3 +126,7 @@ def register_udfs(spark: SparkSession) -> None:
     spark.udf.register(
         "parse_message_properties", parse_message_properties, MapType(StringType(), StringType())
     )
+    for name, function in zip(
+        PUBLISH_UDF_NAMES, (_snapshot_marts_udf, _point_readers_at_udf), strict=True
+    ):
+        spark.udf.register(name, udf(function, StringType()).asNondeterministic())
