@@ -131,6 +131,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     query.add_argument("sql", help="the query; each mart is a view named like its table")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    query.add_argument(
+        "--as-of",
+        metavar="BUILD_OR_TIME",
+        help="query the marts as an earlier published build left them: a build id from the "
+        "published_builds view, or a UTC time such as 2026-11-25T09:00 (the last build "
+        "published by then)",
+    )
     _add_lakehouse_arg(query)
 
     report = commands.add_parser(
@@ -341,7 +348,7 @@ def _bench(args: argparse.Namespace) -> None:
 def _query(args: argparse.Namespace) -> None:
     from retrylake.analyst.query import render, run_query
 
-    columns, rows = run_query(_lakehouse(args), args.sql)
+    columns, rows = run_query(_lakehouse(args), args.sql, args.as_of)
     print(render(columns, rows, args.format))
 
 

@@ -284,7 +284,8 @@ def demo(
         + ("" if len(built) == len(truth) else f" ({len(built):,} lifecycles built)")
     )
     print(
-        f"Marts are in {lakehouse.warehouse / 'retrylake.db'}; query them with "
+        f"Marts are the `retrylake` schema's views, over {lakehouse.warehouse / '_published'}; "
+        "query them with "
         '`retrylake query "select ..."`, or draw them with `retrylake report`.'
     )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from retrylake.errors import DbtFailedError
 from retrylake.lakehouse import Lakehouse
+from spark_udfs.snapshots import CURRENT, PUBLISHED_FOLDER
 
 
 def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> list[str]:
@@ -35,4 +36,12 @@ def run_dbt(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> None
     result = dbtRunner().invoke(dbt_args(command, project_dir, lakehouse))
     if not result.success:
         reason = f": {result.exception}" if result.exception else ""
-        raise DbtFailedError(f"dbt {command[0]} failed{reason}")
+        raise DbtFailedError(f"dbt {command[0]} failed{reason}{published_note(lakehouse)}")
+
+
+def published_note(lakehouse: Lakehouse) -> str:
+    """What readers see after a failed run: the publish hook leaves the last published build."""
+    current = lakehouse.warehouse / PUBLISHED_FOLDER / CURRENT
+    if not current.exists():
+        return ". Nothing is published yet"
+    return f". Readers still see build {json.loads(current.read_text())['build']}"

@@ -112,9 +112,9 @@
         {{ return(none) }}
     {%- endif -%}
     {%- for mart in fact_mart_names() -%}
-        {%- if adapter.get_relation(database=none, schema=target.schema, identifier=mart) is none -%}
+        {%- if adapter.get_relation(database=none, schema=unpublished_schema(), identifier=mart) is none -%}
             {{ return(none) }}
         {%- endif -%}
     {%- endfor -%}
-    {{ return(adapter.get_relation(database=none, schema=target.schema, identifier=name)) }}
+    {{ return(adapter.get_relation(database=none, schema=unpublished_schema(), identifier=name)) }}
 {% endmacro %}

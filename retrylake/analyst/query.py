@@ -17,32 +17,58 @@ from typing import Any
 
 from retrylake.errors import NoMartsError, UsageError
 from retrylake.lakehouse import Lakehouse
+from spark_udfs.snapshots import (
+    MANIFESTS,
+    PUBLISHED_FOLDER,
+    build_as_of,
+    committed_files,
+    published_marts,
+)
 
 MART_SCHEMA = "retrylake.db"
 
 
-def mart_files(lakehouse: Lakehouse) -> dict[str, list[Path]]:
-    """The committed parquet files of every mart table, by table name."""
-    root = lakehouse.warehouse / MART_SCHEMA
+def mart_files(lakehouse: Lakehouse, build: str | None = None) -> dict[str, list[Path]]:
+    """The committed parquet files of every mart, by name: those of the published build (or of
+    ``build``, an earlier one still kept), else, in a lakehouse built before publishing, of the
+    mart tables' own folders."""
+    published = published_marts(lakehouse.warehouse / PUBLISHED_FOLDER, build)
+    if published or build:
+        tables = [published[name] for name in sorted(published)]
+    else:
+        root = lakehouse.warehouse / MART_SCHEMA
+        tables = sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
     marts: dict[str, list[Path]] = {}
-    if not root.is_dir():
-        return marts
-    for table in sorted(path for path in root.iterdir() if path.is_dir()):
-        files = [
-            path
-            for path in sorted(table.rglob("*.parquet"))
-            if not any(part.startswith(("_", ".")) for part in path.relative_to(table).parts)
-        ]
+    for table in tables:
+        files = [table / relative for relative in committed_files(table)]
         if files:
             marts[table.name] = files
     return marts
 
 
-def connect(lakehouse: Lakehouse):
-    """A DuckDB connection with one view per mart."""
+def published_build(lakehouse: Lakehouse, as_of: str) -> str:
+    """The kept build ``as_of`` names (a build id, or a UTC time: the last build published by
+    then); a usage error naming the kept builds otherwise."""
+    folder = lakehouse.warehouse / PUBLISHED_FOLDER
+    try:
+        build = build_as_of(folder, as_of)
+    except ValueError:
+        build = None
+    if build is None:
+        kept = sorted(path.stem for path in (folder / MANIFESTS).glob("*.json"))
+        raise UsageError(
+            f"--as-of {as_of}: no published build by that name or at or before that time; "
+            f"kept builds: {', '.join(kept) or 'none'} (published_builds lists them)"
+        )
+    return build
+
+
+def connect(lakehouse: Lakehouse, as_of: str | None = None):
+    """A DuckDB connection with one view per mart, of the published build or of the build
+    ``as_of`` names, and `published_builds`, the builds kept for such questions."""
     import duckdb
 
-    marts = mart_files(lakehouse)
+    marts = mart_files(lakehouse, published_build(lakehouse, as_of) if as_of else None)
     if not marts:
         raise NoMartsError(
             f"no marts under {lakehouse.warehouse / MART_SCHEMA}; run `retrylake build` first"
@@ -64,13 +90,24 @@ def connect(lakehouse: Lakehouse):
         replaced = ", ".join(f'cast("{column}" as timestamp) as "{column}"' for column in instants)
         columns = f"* replace ({replaced})" if instants else "*"
         connection.execute(f'create view "{name}" as select {columns} from {source}')
+    manifests = lakehouse.warehouse / PUBLISHED_FOLDER / MANIFESTS
+    if any(manifests.glob("*.json")):
+        pattern = str(manifests / "*.json").replace("'", "''")
+        connection.execute(
+            "create view published_builds as select build,"
+            " cast(cast(published_at as timestamptz) as timestamp) as published_at,"
+            " cast(cast(run_started_at as timestamptz) as timestamp) as run_started_at,"
+            f" dbt_command, invocation_id, marts from read_json('{pattern}', format = 'auto')"
+        )
     return connection
 
 
-def run_query(lakehouse: Lakehouse, sql: str) -> tuple[list[str], list[tuple]]:
+def run_query(
+    lakehouse: Lakehouse, sql: str, as_of: str | None = None
+) -> tuple[list[str], list[tuple]]:
     import duckdb
 
-    connection = connect(lakehouse)
+    connection = connect(lakehouse, as_of)
     try:
         cursor = connection.execute(sql)
         columns = [column[0] for column in cursor.description]

@@ -35,6 +35,7 @@ from pathlib import Path
 import duckdb
 
 from retrylake.project import DEFAULT_PROJECT_DIR, project_vars
+from spark_udfs.snapshots import PUBLISHED_FOLDER, published_marts
 
 SQL_PATH = Path(__file__).with_name("duckdb_peer.sql")
 DATABASE_NAME = "peer.duckdb"
@@ -281,8 +282,8 @@ def _compare_table(
 ) -> dict:
     """One peer table against its mart: rows on one side only, and rows that disagree."""
     mart_table, key = COMPARED[table]
-    folder = warehouse / "retrylake.db" / mart_table
-    if not any(folder.rglob("*.parquet")):
+    folder = published_marts(warehouse / PUBLISHED_FOLDER).get(mart_table)
+    if folder is None or not any(folder.rglob("*.parquet")):
         return {"missing_mart": True}
     pattern = str(folder / "**" / "*.parquet").replace("'", "''")
     con.execute(
@@ -363,8 +364,8 @@ def _compare_table(
 
 
 def compare_with_marts(workdir: Path, warehouse: Path) -> dict:
-    """Compare the peer's tables in ``workdir`` with the marts a build wrote under
-    ``warehouse/retrylake.db/<table>/``, key by key and column by column.
+    """Compare the peer's tables in ``workdir`` with the marts a build published (their
+    snapshot folders under ``warehouse/_published/``), key by key and column by column.
 
     Per table: the rows of each side, the mart rows left out (of a client line the peer does not
     cover), the rows on one side only, the rows that disagree and on which columns, and a few

@@ -162,7 +162,7 @@ def _model_seconds(lakehouse: Lakehouse) -> dict[str, float]:
 
 
 def _parquet_files(lakehouse: Lakehouse) -> dict[str, int]:
-    marts = lakehouse.warehouse / "retrylake.db"
+    marts = lakehouse.warehouse / "retrylake_unpublished.db"  # the tables the build wrote
     return {
         table.name: sum(1 for _ in table.rglob("*.parquet"))
         for table in sorted(marts.iterdir())

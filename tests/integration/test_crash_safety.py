@@ -15,16 +15,19 @@ import pytest
 from retrylake.commands import build
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
+from spark_udfs.snapshots import PUBLISHED_FOLDER, published_marts
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import fact_marts, table_snapshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-KILL_WHEN = "START sql incremental model retrylake.message_lifecycles"
+KILL_WHEN = "START sql incremental model retrylake_unpublished.message_lifecycles"
 
 
-def _snapshot_files(spark, warehouse: Path, name: str, columns: list[str]) -> list[tuple]:
-    frame = spark.read.parquet(str(warehouse / "retrylake.db" / name)).select(*columns)
+def _published_rows(spark, warehouse: Path, name: str, columns: list[str]) -> list[tuple]:
+    """A mart's rows as the other lakehouse published them, read from its snapshot's files."""
+    snapshot = published_marts(warehouse / PUBLISHED_FOLDER)[name]
+    frame = spark.read.parquet(str(snapshot)).select(*columns)
     return sorted(
         (tuple(row) for row in frame.collect()),
         key=lambda values: tuple((value is None, str(value)) for value in values),
@@ -86,7 +89,7 @@ def test_a_killed_build_recovers_to_a_clean_build(spark, lakehouse: Lakehouse, t
     for name in fact_marts(lakehouse):
         clean = spark.table(f"retrylake.{name}")
         expected = table_snapshot(spark, f"retrylake.{name}")
-        recovered = _snapshot_files(spark, crashed / "warehouse", name, clean.columns)
+        recovered = _published_rows(spark, crashed / "warehouse", name, clean.columns)
         assert recovered == expected, name
 
 

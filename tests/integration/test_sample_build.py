@@ -485,7 +485,7 @@ def test_query_reads_the_marts_with_duckdb_and_without_java(spark, sample, lakeh
 # (a master and two workers on 127.0.0.1): the executors do the work, and every table equals the
 # local build above. Compared on the run-independent columns of the marts and staging tables.
 
-COMPARED_SCHEMAS = ("retrylake", "retrylake_staging")
+COMPARED_SCHEMAS = ("retrylake_unpublished", "retrylake_staging")  # the tables dbt built
 RUN_SPECIFIC_COLUMNS = ("load_id",)  # a load id counts this lakehouse's runs
 
 
@@ -565,12 +565,12 @@ def test_every_table_built_on_the_cluster_equals_the_local_build(spark, sample, 
             ), f"{schema}.{table}"
             compared.append(f"{schema}.{table}")
     assert {
-        "retrylake.message_lifecycles",
-        "retrylake.dlq_messages",
-        "retrylake.consume_attempts",
-        "retrylake.retry_decisions",
-        "retrylake.group_retry_stats_daily",
-        "retrylake.delay_levels",
+        "retrylake_unpublished.message_lifecycles",
+        "retrylake_unpublished.dlq_messages",
+        "retrylake_unpublished.consume_attempts",
+        "retrylake_unpublished.retry_decisions",
+        "retrylake_unpublished.group_retry_stats_daily",
+        "retrylake_unpublished.delay_levels",
         "retrylake_staging.stg_landing__trace_lines",
     } <= set(compared)
 

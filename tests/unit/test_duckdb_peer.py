@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from retrylake.bench.duckdb_peer import PeerError, compare_with_marts, run_peer
+from spark_udfs.snapshots import PUBLISHED_FOLDER, point_readers_at, snapshot_marts
 
 T0 = 1_772_323_200_000  # 2026-03-01T00:00:00Z
 WATERMARK = T0 + 3_600_000  # the latest store time in the landing below
@@ -627,9 +628,9 @@ MARTS = {
 
 
 def _write_marts(con: duckdb.DuckDBPyConnection, warehouse: Path, changes: dict[str, str]) -> None:
-    """The peer's tables as a build writes its marts (parquet, timestamps with the UTC zone, the
-    fact marts partitioned by lifecycle date and hour), each through `changes[table]`, a query
-    over `t`."""
+    """The peer's tables as a build writes and publishes its marts (parquet, timestamps with the
+    UTC zone, the fact marts partitioned by lifecycle date and hour), each through
+    `changes[table]`, a query over `t`."""
     for table, (mart, partitioned) in MARTS.items():
         columns = con.execute(f"select column_name, column_type from (describe {table})").fetchall()
         select = ", ".join(
@@ -637,7 +638,7 @@ def _write_marts(con: duckdb.DuckDBPyConnection, warehouse: Path, changes: dict[
             for name, kind in columns
         )
         query = changes.get(table, "select * from t")
-        target = warehouse / "retrylake.db" / mart
+        target = warehouse / "retrylake_unpublished.db" / mart
         target.mkdir(parents=True)
         if partitioned:
             options = "format parquet, partition_by (lifecycle_date, lifecycle_hour), overwrite"
@@ -646,6 +647,11 @@ def _write_marts(con: duckdb.DuckDBPyConnection, warehouse: Path, changes: dict[
         con.execute(
             f"copy (with t as (select {select} from {table}) {query}) to '{target}' ({options})"
         )
+    folder, built = warehouse / PUBLISHED_FOLDER, warehouse / "retrylake_unpublished.db"
+    marts = sorted(mart for mart, _ in MARTS.values())
+    snapshot_marts(folder, "b1", {mart: str(built / mart) for mart in marts})
+    manifest = {"build": "b1", "published_at": "2026-03-02T00:00:00+00:00", "marts": marts}
+    point_readers_at(folder, manifest, kept=1)
 
 
 def test_compare_with_marts_counts_what_differs(peer, tmp_path: Path):

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from retrylake.analyst.query import render, run_query
-from retrylake.errors import NoMartsError
+from retrylake.errors import NoMartsError, UsageError
 from retrylake.lakehouse import Lakehouse
 
 
@@ -68,3 +68,39 @@ def test_formats(lakehouse: Lakehouse):
 def test_a_lakehouse_without_marts_says_to_build_first(tmp_path: Path):
     with pytest.raises(NoMartsError, match="retrylake build"):
         run_query(Lakehouse(tmp_path, tmp_path / "landing"), "select 1")
+
+
+def _publish(lakehouse: Lakehouse, build: str, published_at: str) -> None:
+    from spark_udfs.snapshots import PUBLISHED_FOLDER, point_readers_at, snapshot_marts
+
+    folder = lakehouse.warehouse / PUBLISHED_FOLDER
+    location = lakehouse.warehouse / "retrylake_unpublished.db" / "dlq_messages"
+    snapshot_marts(folder, build, {"dlq_messages": f"file:{location}"})
+    manifest = {"build": build, "published_at": published_at, "marts": ["dlq_messages"]}
+    manifest |= {"run_started_at": published_at, "dbt_command": "build", "invocation_id": build}
+    point_readers_at(folder, manifest, kept=10)
+
+
+def test_the_published_build_is_read_not_the_tables_being_built(lakehouse: Lakehouse):
+    building = lakehouse.warehouse / "retrylake_unpublished.db" / "dlq_messages"
+    _write(building / "part-0.parquet", "select 'g' as consumer_group, 'p1' as msg_id")
+    _publish(lakehouse, "b1", "2026-03-01T09:00:00+00:00")
+    # the next build rewrites the table; readers see b1 until b2 is published
+    (building / "part-0.parquet").unlink()
+    _write(building / "part-1.parquet", "select 'g' as consumer_group, 'p2' as msg_id")
+    query = "select msg_id from dlq_messages"
+    assert run_query(lakehouse, query)[1] == [("p1",)]
+    with pytest.raises(Exception, match="delay_levels"):  # only the published marts are read
+        run_query(lakehouse, "select level from delay_levels")
+    _publish(lakehouse, "b2", "2026-03-01T10:00:00+00:00")
+    assert run_query(lakehouse, query)[1] == [("p2",)]
+    # as of an earlier build, by its name or by a time
+    assert run_query(lakehouse, query, as_of="b1")[1] == [("p1",)]
+    assert run_query(lakehouse, query, as_of="2026-03-01T09:30")[1] == [("p1",)]
+    builds = "select build, published_at from published_builds order by 1"
+    assert [(b, str(t)) for b, t in run_query(lakehouse, builds)[1]] == [
+        ("b1", "2026-03-01 09:00:00"),
+        ("b2", "2026-03-01 10:00:00"),
+    ]
+    with pytest.raises(UsageError, match="kept builds: b1, b2"):
+        run_query(lakehouse, query, as_of="2026-02-28T00:00")

@@ -1,0 +1,172 @@
+{#- Write, audit, publish (docs/publishing.md). dbt builds the marts in the unpublished schema
+    (`<target>_unpublished`), where readers do not look, and tests them there. When a `dbt build`
+    or `dbt run` ends with nothing failed or skipped, the on-run-end hook publishes it: each
+    mart's files are hard-linked into a snapshot folder of the build, then `<target>.<mart>`, a
+    view, is pointed at its snapshot, then DuckDB readers' manifest is switched. A failing test
+    leaves the views on the last published build. -#}
+
+{% macro unpublished_schema() -%}
+    {{ return(generate_schema_name('marts', none) | trim) }}
+{%- endmacro %}
+
+{#- The tables of the models dbt_project.yml sends to the `marts` schema (an alias, if set). -#}
+{% macro published_mart_names() -%}
+    {%- set names = [] -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and node.config.schema == 'marts' -%}
+        {%- do names.append(node.alias or node.name) -%}
+    {%- endfor -%}
+    {{ return(names | sort) }}
+{%- endmacro %}
+
+{% macro published_builds_kept() -%}
+    {{ return(var('published_builds_kept') | int) }}
+{%- endmacro %}
+
+{% macro sql_string(value) -%}
+    '{{ value | replace("\\", "\\\\") | replace("'", "\\'") }}'
+{%- endmacro %}
+
+{#- The build a published view shows, from its table property; none before the first publish. -#}
+{% macro published_build_of(mart) -%}
+    {%- set view = adapter.get_relation(database=none, schema=target.schema, identifier=mart) -%}
+    {%- if view is none or not view.is_view -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set shown = run_query("show tblproperties " ~ view ~ " ('retrylake.published_build')") -%}
+    {%- set value = shown.rows[0][-1] if shown.rows else '' -%}
+    {{ return(none if 'does not have property' in value else value) }}
+{%- endmacro %}
+
+{% macro publish_marts(results) %}
+    {%- if execute and flags.WHICH in ('build', 'run') -%}
+        {%- set failed = [] -%}
+        {%- set skipped = [] -%}
+        {%- for result in results -%}
+            {%- if result.status in ('error', 'fail', 'runtime error') -%}
+                {%- do failed.append(result.node.name) -%}
+            {%- elif result.status == 'skipped' -%}
+                {%- do skipped.append(result.node.name) -%}
+            {%- endif -%}
+        {%- endfor -%}
+        {%- if failed or skipped -%}
+            {%- set marts = published_mart_names() -%}
+            {%- set shown = published_build_of(marts[0]) if marts else none -%}
+            {{ log("retrylake: not published (" ~ failed | length ~ " failed: "
+                ~ failed[:5] | join(", ") ~ ("..." if failed | length > 5 else "") ~ "; "
+                ~ skipped | length ~ " skipped); readers still see "
+                ~ ("build " ~ shown if shown else "no build"), info=true) }}
+        {%- else -%}
+            {%- do publish_build() -%}
+        {%- endif -%}
+    {%- endif -%}
+    select 1
+{% endmacro %}
+
+{% macro publish_build() %}
+    {%- set source_schema = unpublished_schema() -%}
+    {%- set warehouse = run_query("set spark.sql.warehouse.dir").rows[0][1] -%}
+    {%- set local = '://' not in warehouse or warehouse.startswith('file:') -%}
+    {%- set folder = warehouse.replace('file://', '').replace('file:', '') ~ '/_published' -%}
+    {%- set build = run_started_at.strftime('%Y%m%dT%H%M%SZ') ~ '-' ~ invocation_id[:8] -%}
+    {%- set locations = {} -%}
+    {%- set columns = {} -%}
+    {%- for mart in published_mart_names() -%}
+        {%- set relation = adapter.get_relation(
+            database=none, schema=source_schema, identifier=mart) -%}
+        {%- if relation is not none -%}
+            {%- set described = mart_description(relation) -%}
+            {%- do locations.update({mart: described.location}) -%}
+            {%- do columns.update({mart: described.columns}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+
+    {#- 1. Snapshots, all of them before the first view changes. -#}
+    {%- set files = {} -%}
+    {%- if local -%}
+        {%- set linked = run_query("select retrylake_snapshot_marts(" ~ sql_string(folder) ~ ", "
+            ~ sql_string(build) ~ ", " ~ sql_string(tojson(locations)) ~ ")") -%}
+        {%- do files.update(fromjson(linked.columns[0].values()[0])) -%}
+    {%- endif -%}
+
+    {#- 2. The views, one `create or replace` each: a reader sees a view before or after. -#}
+    {%- do run_query("create database if not exists " ~ target.schema) -%}
+    {%- for mart in locations -%}
+        {%- set existing = adapter.get_relation(
+            database=none, schema=target.schema, identifier=mart) -%}
+        {%- if existing is not none and not existing.is_view -%}
+            {#- a lakehouse built before publishing had the marts as tables here -#}
+            {%- do run_query("drop table " ~ existing) -%}
+        {%- endif -%}
+        {%- if local -%}
+            {%- set source = folder ~ "/" ~ build ~ "/" ~ mart -%}
+            {%- set has_files = files[mart] > 0 -%}
+        {%- else -%}
+            {#- no snapshot on a remote warehouse: the view reads the table being built -#}
+            {%- set source = source_schema ~ "." ~ mart -%}
+            {%- set has_files = true -%}
+        {%- endif -%}
+        {%- do run_query(published_view_sql(
+            target.schema ~ "." ~ mart, build, source, local, columns[mart], has_files)) -%}
+    {%- endfor -%}
+
+    {#- 3. DuckDB readers' manifest, switched by one rename; old builds pruned. -#}
+    {%- if local -%}
+        {%- set manifest = {
+            'build': build,
+            'invocation_id': invocation_id,
+            'dbt_command': flags.WHICH,
+            'run_started_at': run_started_at.isoformat(),
+            'marts': locations.keys() | list | sort,
+        } -%}
+        {%- do run_query("select retrylake_point_readers_at(" ~ sql_string(folder) ~ ", "
+            ~ sql_string(tojson(manifest)) ~ ", " ~ published_builds_kept() ~ ")") -%}
+        {%- do run_query("create database if not exists " ~ target.schema ~ "_meta") -%}
+        {%- do run_query("create or replace view " ~ target.schema ~ "_meta.published_builds as"
+            ~ " select build, cast(published_at as timestamp) as published_at,"
+            ~ " cast(run_started_at as timestamp) as run_started_at, dbt_command, invocation_id,"
+            ~ " marts, concat(" ~ sql_string(folder ~ "/") ~ ", build) as snapshot_folder"
+            ~ " from json.`file:" ~ folder ~ "/manifests`") -%}
+    {%- endif -%}
+    {{ log("retrylake: published build " ~ build ~ ": " ~ locations | length ~ " marts"
+        ~ (", " ~ files.values() | sum ~ " files linked" if local
+           else " (views over " ~ source_schema ~ ": the warehouse is not local)"), info=true) }}
+{% endmacro %}
+
+{#- A table's location and its columns (name, type) as `describe formatted` prints them. -#}
+{% macro mart_description(relation) %}
+    {%- set rows = run_query("describe formatted " ~ relation).rows -%}
+    {%- set columns = [] -%}
+    {%- set state = {'in_columns': true, 'location': none} -%}
+    {%- for row in rows -%}
+        {%- set name = (row[0] or '') | trim -%}
+        {%- if name == '' or name.startswith('#') -%}
+            {%- do state.update({'in_columns': false}) -%}
+        {%- elif state.in_columns -%}
+            {%- do columns.append((name, row[1] | trim)) -%}
+        {%- elif name == 'Location' -%}
+            {%- do state.update({'location': row[1] | trim}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return({'location': state.location, 'columns': columns}) }}
+{% endmacro %}
+
+{#- A mart's reader view with the mart's own column types: Spark infers partition columns'
+    types from folder names (`lifecycle_hour=5` is an int), so every column is cast. Spark
+    cannot infer a schema from an empty folder, so an empty mart is a typed view of no rows. -#}
+{% macro published_view_sql(view, build, source, is_snapshot, columns, has_files) -%}
+    create or replace view {{ view }}
+    tblproperties ('retrylake.published_build' = {{ sql_string(build) }})
+    as select
+    {%- for name, data_type in columns %}
+        {{ ("cast(null as " ~ data_type ~ ")") if not has_files else ("cast(`" ~ name ~ "` as "
+            ~ data_type ~ ")") }} as `{{ name }}`{{ "," if not loop.last }}
+    {%- endfor %}
+    {%- if not has_files %}
+    where false
+    {%- elif is_snapshot %}
+    from parquet.`file:{{ source }}`
+    {%- else %}
+    from {{ source }}
+    {%- endif %}
+{%- endmacro %}
