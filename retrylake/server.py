@@ -7,6 +7,7 @@ UDFs (session-scoped temporary functions) are visible to the plain dbt CLI and t
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import sys
@@ -15,6 +16,7 @@ import threading
 from retrylake.build_inputs import LastBuild
 from retrylake.errors import PortInUseError
 from retrylake.lakehouse import Lakehouse
+from retrylake.metastore import lakehouse_metastore
 from retrylake.spark import start_session
 
 # The session conf key `register_landing_sources` reads when dbt is given no landing path.
@@ -42,7 +44,12 @@ def serve(
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
 ) -> None:
-    """Run the Thrift server until Ctrl-C or SIGTERM, holding the lakehouse lock throughout."""
+    """Run the Thrift server until Ctrl-C or SIGTERM.
+
+    On embedded Derby, which admits one process, the server holds the lakehouse throughout. On
+    a PostgreSQL metastore it does not: `retrylake build` runs beside it, and the server's
+    readers see each build's marts once it is published (docs/publishing.md).
+    """
     lakehouse.check_landing_exists()
     check_port_free(host, port)
     stop = threading.Event()
@@ -51,12 +58,16 @@ def serve(
         for signum in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        with lakehouse.lock(holder=f"retrylake serve on {host}:{port}"):
+        shared = lakehouse_metastore(lakehouse, lakehouse.metastore_url) is not None
+        holder = f"retrylake serve on {host}:{port}"
+        with contextlib.nullcontext() if shared else lakehouse.lock(holder=holder):
             LastBuild(lakehouse).forget()  # its clients may change the tables
             print(f"Starting Spark on {lakehouse.root} ...", file=sys.stderr, flush=True)
             spark = start_session(
                 lakehouse,
                 master,
+                # a build beside it may be writing a table the catalog does not list yet
+                remove_unfinished=not shared,
                 extra_conf=(spark_conf or {})
                 | {
                     "spark.sql.hive.thriftServer.singleSession": "true",

@@ -58,7 +58,11 @@ def _launched_by_spark_submit() -> bool:
 
 
 def start_session(
-    lakehouse: Lakehouse, master: str | None = None, extra_conf: dict[str, str] | None = None
+    lakehouse: Lakehouse,
+    master: str | None = None,
+    extra_conf: dict[str, str] | None = None,
+    *,
+    remove_unfinished: bool = True,
 ) -> SparkSession:
     """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered.
 
@@ -66,7 +70,8 @@ def start_session(
     ``local[2]``, or whatever spark-submit was given. ``extra_conf`` is applied last, so it
     overrides the defaults (a warehouse on HDFS, a PostgreSQL metastore, executor memory).
     A process has one session and its metastore is fixed when it starts, so asking for another
-    lakehouse in the same process is an error rather than a silent mix-up.
+    lakehouse in the same process is an error rather than a silent mix-up. ``remove_unfinished``
+    is for a process that holds the lakehouse lock (remove_unfinished_tables).
     """
     from pyspark.sql import SparkSession
 
@@ -80,7 +85,8 @@ def start_session(
                 f"this process already runs Spark on {warehouse}; one process serves one lakehouse"
             )
         lakehouse.prepare()
-        remove_unfinished_tables(active, lakehouse)
+        if remove_unfinished:
+            remove_unfinished_tables(active, lakehouse)
         return active
 
     lakehouse.prepare()
@@ -118,7 +124,8 @@ def start_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("RETRYLAKE_SPARK_LOG_LEVEL", "WARN"))
     register_udfs(spark)
-    remove_unfinished_tables(spark, lakehouse)
+    if remove_unfinished:
+        remove_unfinished_tables(spark, lakehouse)
     return spark
 
 

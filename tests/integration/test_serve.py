@@ -1,8 +1,9 @@
 """`retrylake serve` as users run it: a separate process, the plain dbt CLI against its
-`server` target, a HiveServer2 client reading the marts, and a clean stop on SIGTERM. The served
-landing holds the sample's trace and a few 5.x gRPC groups' spans, events and broker logs. The
-served lakehouse keeps its Hive metastore in a real PostgreSQL server (`--metastore`); every
-other test's lakehouse uses the embedded Derby."""
+`server` target, a HiveServer2 client reading the marts, `retrylake build` beside the server
+while readers query in a loop, and a clean stop on SIGTERM. The served landing holds the
+sample's trace and a few 5.x gRPC groups' spans, events and broker logs. The served lakehouse
+keeps its Hive metastore in a real PostgreSQL server (`--metastore`), which lets a build run
+beside the server; every other test's lakehouse uses the embedded Derby."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from retrylake.analyst.query import run_query
+from retrylake.lakehouse import Lakehouse
 from retrylake.sim import grpc5
+from retrylake.sim.engine import GeneratorConfig, generate
 from retrylake.sim.sample import END_MS, START_MS, write_sample
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import free_port
@@ -114,20 +119,10 @@ def _dbt(server: dict, *command: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_serve_listens_on_loopback_only_and_holds_the_lakehouse(server):
+def test_serve_listens_on_loopback_only(server):
     # 127.0.0.1, as IPv4 or as Java's IPv4-mapped IPv6 socket (::ffff:127.0.0.1)
     assert _listeners(server["port"]) <= {"0100007F", "0000000000000000FFFF00000100007F"}
     assert _listeners(server["port"])
-    refused = subprocess.run(
-        [*RETRYLAKE, "build", "--lakehouse", str(server["root"] / "lakehouse")],
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert refused.returncode == 3
-    assert f"in use by retrylake serve on 127.0.0.1:{server['port']}" in refused.stderr
 
 
 def test_plain_dbt_runs_and_tests_against_the_server(server):
@@ -139,8 +134,10 @@ def test_plain_dbt_runs_and_tests_against_the_server(server):
     passed = int(re.search(r"PASS=(\d+)", result.stdout).group(1))
     assert passed >= 10 and "ERROR=0" in result.stdout
     # the catalog is PostgreSQL's: the marts are registered there, and no Derby was made
+    # (dbt builds the marts in retrylake_unpublished; `dbt run` published them as views)
     tables = metastore_tables(server["metastore"])
-    assert {"retrylake.consume_attempts", "retrylake.dlq_messages"} <= set(tables)
+    published = {"retrylake.consume_attempts", "retrylake.dlq_messages"}
+    assert published | {"retrylake_unpublished.consume_attempts"} <= set(tables)
     assert not (server["root"] / "lakehouse" / "metastore_db").exists()
 
 
@@ -181,6 +178,152 @@ def test_a_hiveserver2_client_reads_the_marts_and_the_udfs(server):
     }
     assert len(complete) > 100
     assert {key: served_grpc.get(key) for key in complete} == complete
+
+
+# What a reader sees of the marts: consume_attempts' rows per hour partition, so a missing
+# table, a missing partition or a partition of another build shows; DuckDB's readers also count
+# the lifecycles in the same query, so two marts of different builds show too.
+SPARK_READ = (
+    "select cast(lifecycle_date as string), lifecycle_hour, count(*) from consume_attempts "
+    "group by 1, 2"
+)
+DUCKDB_READ = (
+    "select cast(lifecycle_date as varchar), lifecycle_hour, count(*), "
+    "(select count(*) from message_lifecycles) from consume_attempts group by all"
+)
+
+
+def _served_state(cursor) -> frozenset:
+    cursor.execute(SPARK_READ)
+    return frozenset(tuple(row) for row in cursor.fetchall())
+
+
+def _queried_state(lakehouse: Lakehouse) -> frozenset:
+    return frozenset(run_query(lakehouse, DUCKDB_READ)[1])
+
+
+def _add_trace_batch(server: dict, seed: int) -> None:
+    """New trace files over the sample's hours, so a build rewrites partitions readers see."""
+    out = server["root"] / f"batch-{seed}"
+    shutil.copytree(PROJECT_DIR / "seeds", out / "project-seeds")
+    config = GeneratorConfig(out=out, messages=300, seed=seed, start_ms=START_MS, hours=3)
+    generate(config, seeds_dir=out / "project-seeds")
+    trace = server["root"] / "lakehouse" / "landing" / "trace"
+    for path in sorted((out / "trace").rglob("*.jsonl*")):
+        shutil.copy(path, trace / f"batch-{seed}-{path.name}")
+
+
+def _build_while_reading(server: dict, *build_args: str) -> dict:
+    """`retrylake build` in its own process beside the server, while one reader queries the
+    server and another `retrylake query`'s DuckDB, each in a loop, until the build ends."""
+    from pyhive import hive
+
+    lakehouse = Lakehouse(server["root"] / "lakehouse", server["root"] / "lakehouse" / "landing")
+    seen: dict[str, list] = {"served": [], "queried": []}
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def read_served() -> None:
+        with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
+            cursor = link.cursor()
+            while not stop.is_set():
+                try:
+                    seen["served"].append(_served_state(cursor))
+                except Exception as error:  # a missing table or file: the test fails
+                    errors.append(f"served: {error}")
+                time.sleep(0.2)  # leave the two cores to the build
+
+    def read_queried() -> None:
+        while not stop.is_set():
+            try:
+                seen["queried"].append(_queried_state(lakehouse))
+            except Exception as error:
+                errors.append(f"queried: {error}")
+            time.sleep(0.2)
+
+    with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
+        before = {"served": _served_state(link.cursor()), "queried": _queried_state(lakehouse)}
+    readers = [threading.Thread(target=read_served), threading.Thread(target=read_queried)]
+    for reader in readers:
+        reader.start()
+    try:
+        build = subprocess.run(
+            [*RETRYLAKE, "build", "--lakehouse", str(lakehouse.root),
+             "--metastore", server["metastore"], *build_args],
+            cwd=PROJECT_DIR, capture_output=True, text=True, timeout=1200, check=False,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
+        cursor = link.cursor()
+        after = {"served": _served_state(cursor), "queried": _queried_state(lakehouse)}
+        # the build's own table, which this server cached as it was when it last read it
+        cursor.execute("refresh table retrylake_unpublished.consume_attempts")
+        cursor.execute("select count(*) from retrylake_unpublished.consume_attempts")
+        unpublished = cursor.fetchall()[0][0]
+    return {"build": build, "before": before, "after": after, "seen": seen, "errors": errors,
+            "unpublished_attempts": unpublished}  # fmt: skip
+
+
+def _assert_seen_whole(run: dict) -> None:
+    assert run["build"].returncode == 0, run["build"].stdout[-3000:] + run["build"].stderr
+    assert run["errors"] == [], run["errors"][:5]
+    for reader in ("served", "queried"):
+        before, after, seen = run["before"][reader], run["after"][reader], run["seen"][reader]
+        assert before != after, reader  # the build changed what readers see
+        assert len(seen) >= 5 and before in seen, (reader, len(seen))
+        assert set(seen) <= {before, after}, reader  # never a state between the two builds
+
+
+def test_builds_beside_the_server_publish_whole_and_only_after_their_tests(server):
+    """With a PostgreSQL metastore `retrylake build` runs while the server serves. Readers
+    through the server and through `retrylake query` see the last published build or the new
+    one, never a missing table, a missing partition or a mix, during a full refresh and during
+    an incremental build; a build whose data test fails publishes nothing."""
+    _add_trace_batch(server, seed=41)
+    full_refresh = _build_while_reading(
+        server, "--full-refresh", "--exclude", "resource_type:test", "resource_type:unit_test"
+    )
+    _assert_seen_whole(full_refresh)
+    assert "published build" in full_refresh["build"].stdout
+
+    # audit: a data test fails, so the new rows stay in the unpublished schema
+    project = server["root"] / "project-with-a-failing-test"
+    for part in ("dbt_project.yml", "models", "macros", "seeds", "profiles", "tests/dbt"):
+        copy = shutil.copytree if (PROJECT_DIR / part).is_dir() else shutil.copy
+        (project / part).parent.mkdir(parents=True, exist_ok=True)
+        copy(PROJECT_DIR / part, project / part)
+    (project / "tests" / "dbt" / "no_attempt_is_kept.sql").write_text(
+        "select * from {{ ref('consume_attempts') }}\n"
+    )
+    _add_trace_batch(server, seed=42)
+    audited = _build_while_reading(
+        server, "--project-dir", str(project), "--select", "+consume_attempts",
+        "--exclude", "resource_type:unit_test",
+    )  # fmt: skip
+    assert audited["build"].returncode == 1
+    # (the cross-mart test of attempts and lifecycles fails too: only one of them was rebuilt)
+    refused = re.search(r"retrylake: not published \(\d+ failed: ([^;]*);", audited["build"].stdout)
+    assert refused and "no_attempt_is_kept" in refused.group(1), audited["build"].stdout[-3000:]
+    shown = re.search(r"Readers still see build (\S+?)\.", audited["build"].stderr).group(1)
+    assert f"published build {shown}:" in full_refresh["build"].stdout
+    assert audited["errors"] == []
+    for reader in ("served", "queried"):
+        assert audited["after"][reader] == full_refresh["after"][reader], reader
+        assert set(audited["seen"][reader]) == {full_refresh["after"][reader]}, reader
+    published_attempts = sum(count for *_, count in full_refresh["after"]["served"])
+    assert audited["unpublished_attempts"] > published_attempts
+
+    incremental = _build_while_reading(
+        server, "--exclude", "resource_type:test", "resource_type:unit_test"
+    )
+    _assert_seen_whole(incremental)
+    assert incremental["before"] == full_refresh["after"]
+    # and the readers agree with each other on what was published
+    served = sorted(incremental["after"]["served"])
+    assert served == sorted(row[:3] for row in incremental["after"]["queried"])
 
 
 def test_sigterm_stops_the_server_and_frees_the_port(server):
