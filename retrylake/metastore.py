@@ -138,9 +138,9 @@ def spark_settings(lakehouse: Lakehouse) -> dict[str, str]:
     }
     # The schema SchemaTool made has no version row yet; Hive records it on first use.
     settings["spark.hadoop.hive.metastore.schema.verification"] = "false"
-    # Hive 2.3 cannot filter the marts' date and int partition keys in PostgreSQL (its direct
-    # SQL casts every key's values; its fallback filters string keys only), so an incremental
-    # run would fail; Spark lists the table's partitions and prunes them itself instead.
+    # Hive 2.3's metastore did not filter the marts' date and int partition keys in PostgreSQL
+    # (it fell back to its JDO filter, which takes string keys only), so an incremental run
+    # failed; Spark lists the table's partitions and prunes them itself instead.
     settings["spark.sql.hive.metastorePartitionPruning"] = "false"
     settings["spark.driver.extraClassPath"] = str(jar)
     return settings

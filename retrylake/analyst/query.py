@@ -1,8 +1,9 @@
 """`retrylake query`: DuckDB over the marts' parquet files, without starting Java.
 
-Each mart of the `retrylake` schema is a view named like the table. Files are listed in Python
-and only committed data files are read: Spark's in-progress folders (`_temporary`,
-`.spark-staging-*`) start with `_` or `.`, as do its marker files.
+Each mart is a view named like its table, over the files of the build last published (or of an
+earlier kept build, `--as-of`; docs/publishing.md). Files are listed in Python and only
+committed data files are read: Spark's in-progress folders (`_temporary`, `.spark-staging-*`)
+start with `_` or `.`, as do its marker files.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def connect(lakehouse: Lakehouse, as_of: str | None = None):
     marts = mart_files(lakehouse, published_build(lakehouse, as_of) if as_of else None)
     if not marts:
         raise NoMartsError(
-            f"no marts under {lakehouse.warehouse / MART_SCHEMA}; run `retrylake build` first"
+            f"no published marts in {lakehouse.warehouse / PUBLISHED_FOLDER}; "
+            "run `retrylake build` first"
         )
     connection = duckdb.connect()
     connection.execute("set TimeZone = 'UTC'")
