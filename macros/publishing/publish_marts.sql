@@ -89,15 +89,9 @@
         {%- do files.update(fromjson(linked.columns[0].values()[0])) -%}
     {%- endif -%}
 
-    {#- 2. The views, one `create or replace` each: a reader sees a view before or after. -#}
+    {#- 2. The views, one metastore update each: a reader sees a view before or after. -#}
     {%- do run_query("create database if not exists " ~ target.schema) -%}
     {%- for mart in locations -%}
-        {%- set existing = adapter.get_relation(
-            database=none, schema=target.schema, identifier=mart) -%}
-        {%- if existing is not none and not existing.is_view -%}
-            {#- a lakehouse built before publishing had the marts as tables here -#}
-            {%- do run_query("drop table " ~ existing) -%}
-        {%- endif -%}
         {%- if local -%}
             {%- set source = folder ~ "/" ~ build ~ "/" ~ mart -%}
             {%- set has_files = files[mart] > 0 -%}
@@ -106,8 +100,10 @@
             {%- set source = source_schema ~ "." ~ mart -%}
             {%- set has_files = true -%}
         {%- endif -%}
-        {%- do run_query(published_view_sql(
-            target.schema ~ "." ~ mart, build, source, local, columns[mart], has_files)) -%}
+        {%- do replace_view(target.schema, mart,
+            published_view_select(source, local, columns[mart], has_files)) -%}
+        {%- do run_query("alter view " ~ target.schema ~ "." ~ mart
+            ~ " set tblproperties ('retrylake.published_build' = " ~ sql_string(build) ~ ")") -%}
     {%- endfor -%}
 
     {#- 3. DuckDB readers' manifest, switched by one rename; old builds pruned. -#}
@@ -122,8 +118,8 @@
         {%- do run_query("select retrylake_point_readers_at(" ~ sql_string(folder) ~ ", "
             ~ sql_string(tojson(manifest)) ~ ", " ~ published_builds_kept() ~ ")") -%}
         {%- do run_query("create database if not exists " ~ target.schema ~ "_meta") -%}
-        {%- do run_query("create or replace view " ~ target.schema ~ "_meta.published_builds as"
-            ~ " select build, cast(published_at as timestamp) as published_at,"
+        {%- do replace_view(target.schema ~ "_meta", "published_builds",
+            "select build, cast(published_at as timestamp) as published_at,"
             ~ " cast(run_started_at as timestamp) as run_started_at, dbt_command, invocation_id,"
             ~ " marts, concat(" ~ sql_string(folder ~ "/") ~ ", build) as snapshot_folder"
             ~ " from json.`file:" ~ folder ~ "/manifests`") -%}
@@ -151,13 +147,25 @@
     {{ return({'location': state.location, 'columns': columns}) }}
 {% endmacro %}
 
+{#- Point the view `schema.name` at `select_sql`. Spark's `create or replace view` drops the
+    view and creates it again, so a reader in another process can find no view in between;
+    `alter view ... as` is one metastore update. A table of that name (a mart of a lakehouse
+    built before publishing) is dropped first. -#}
+{% macro replace_view(schema, name, select_sql) %}
+    {%- set views = run_query("show views in " ~ schema).columns[1].values() -%}
+    {%- if name in views -%}
+        {%- do run_query("alter view " ~ schema ~ "." ~ name ~ " as " ~ select_sql) -%}
+    {%- else -%}
+        {%- do run_query("drop table if exists " ~ schema ~ "." ~ name) -%}
+        {%- do run_query("create view " ~ schema ~ "." ~ name ~ " as " ~ select_sql) -%}
+    {%- endif -%}
+{% endmacro %}
+
 {#- A mart's reader view with the mart's own column types: Spark infers partition columns'
     types from folder names (`lifecycle_hour=5` is an int), so every column is cast. Spark
     cannot infer a schema from an empty folder, so an empty mart is a typed view of no rows. -#}
-{% macro published_view_sql(view, build, source, is_snapshot, columns, has_files) -%}
-    create or replace view {{ view }}
-    tblproperties ('retrylake.published_build' = {{ sql_string(build) }})
-    as select
+{% macro published_view_select(source, is_snapshot, columns, has_files) -%}
+    select
     {%- for name, data_type in columns %}
         {{ ("cast(null as " ~ data_type ~ ")") if not has_files else ("cast(`" ~ name ~ "` as "
             ~ data_type ~ ")") }} as `{{ name }}`{{ "," if not loop.last }}
