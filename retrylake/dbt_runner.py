@@ -8,7 +8,7 @@ from pathlib import Path
 
 from retrylake.errors import DbtFailedError
 from retrylake.lakehouse import Lakehouse
-from spark_udfs.snapshots import CURRENT, PUBLISHED_FOLDER
+from spark_udfs.snapshots import PUBLISHED_FOLDER, current_build
 
 
 def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> list[str]:
@@ -41,7 +41,5 @@ def run_dbt(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> None
 
 def published_note(lakehouse: Lakehouse) -> str:
     """What readers see after a failed run: the publish hook leaves the last published build."""
-    current = lakehouse.warehouse / PUBLISHED_FOLDER / CURRENT
-    if not current.exists():
-        return ". Nothing is published yet"
-    return f". Readers still see build {json.loads(current.read_text())['build']}"
+    build = current_build(lakehouse.warehouse / PUBLISHED_FOLDER)
+    return f". Readers still see build {build}" if build else ". Nothing is published yet"

@@ -111,6 +111,12 @@ def prune(folder: Path, keep: int, current: str) -> list[str]:
     return removed
 
 
+def current_build(folder: Path) -> str | None:
+    """The build DuckDB readers see now; None before the first publish."""
+    current = folder / CURRENT
+    return json.loads(current.read_text())["build"] if current.exists() else None
+
+
 def published_marts(folder: Path, build: str | None = None) -> dict[str, Path]:
     """Mart -> snapshot folder of the current build, or of ``build``; empty if none."""
     manifest = folder / (f"{MANIFESTS}/{build}.json" if build else CURRENT)
