@@ -193,6 +193,33 @@ DUCKDB_READ = (
 )
 
 
+class PublishWatch:
+    """Whether the build being watched has begun publishing: its dbt log shows the on-run-end
+    hooks. Readers read seldom before that (each served read is a Spark job on the server that
+    takes the two cores from the build) and often from then on, when views switch."""
+
+    HOOKS = b"START hook: retrylake.on-run-end"
+
+    def __init__(self, log: Path):
+        self.log = log
+        self.offset = log.stat().st_size if log.exists() else 0
+        self.seen = False
+        self.lock = threading.Lock()
+
+    def pause(self) -> float:
+        with self.lock:
+            if not self.seen and self.log.exists():
+                start = max(self.offset - len(self.HOOKS), 0)  # a line cut by the last read
+                if self.log.stat().st_size < start:  # dbt rotated its log
+                    start = 0
+                with self.log.open("rb") as handle:
+                    handle.seek(start)
+                    grown = handle.read()
+                self.offset = start + len(grown)
+                self.seen = self.HOOKS in grown
+            return 0.1 if self.seen else 2.0
+
+
 def _served_state(cursor) -> frozenset:
     cursor.execute(SPARK_READ)
     return frozenset(tuple(row) for row in cursor.fetchall())
@@ -222,6 +249,7 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
     seen: dict[str, list] = {"served": [], "queried": []}
     errors: list[str] = []
     stop = threading.Event()
+    watch = PublishWatch(lakehouse.dbt_logs / "dbt.log")
 
     def read_served() -> None:
         with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
@@ -231,7 +259,7 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
                     seen["served"].append(_served_state(cursor))
                 except Exception as error:  # a missing table or file: the test fails
                     errors.append(f"served: {error}")
-                time.sleep(0.2)  # leave the two cores to the build
+                stop.wait(watch.pause())
 
     def read_queried() -> None:
         while not stop.is_set():
@@ -239,7 +267,7 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
                 seen["queried"].append(_queried_state(lakehouse))
             except Exception as error:
                 errors.append(f"queried: {error}")
-            time.sleep(0.2)
+            stop.wait(watch.pause())
 
     with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
         before = {"served": _served_state(link.cursor()), "queried": _queried_state(lakehouse)}
