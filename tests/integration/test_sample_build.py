@@ -19,7 +19,7 @@ from retrylake.sim.grpc5 import GRPC5_GROUPS
 from retrylake.sim.sample import GROUPS, write_sample
 from spark_udfs import DEFAULT_DELAY_LEVELS
 from tests.conftest import PROJECT_DIR
-from tests.integration.helpers import retrylake_tables, rows, table_snapshot
+from tests.integration.helpers import rows, table_snapshot
 from tests.integration.standalone import standalone_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -573,27 +573,6 @@ def test_every_table_built_on_the_cluster_equals_the_local_build(spark, sample, 
         "retrylake_unpublished.delay_levels",
         "retrylake_staging.stg_landing__trace_lines",
     } <= set(compared)
-
-
-def test_second_build_with_no_new_data_changes_nothing(spark, sample, lakehouse):
-    # Bookkeeping of the last run (its refresh scope and processed load id) is not data, and the
-    # intermediate views show that run's scope: everything after a full build, only the hours
-    # still open after an incremental one.
-    run_scoped = ("retrylake_meta.", "retrylake_intermediate.")
-    tables = [name for name in retrylake_tables(spark) if not name.startswith(run_scoped)]
-    assert "retrylake_staging.stg_trace__records" in tables
-    before = {name: table_snapshot(spark, name) for name in tables}
-    # `run`, not `build`: data tests write nothing, and the first build already ran them
-    dbt(PROJECT_DIR, Lakehouse(lakehouse.root, sample.landing), ["run"])
-    after = {name: table_snapshot(spark, name) for name in tables}
-    assert retrylake_tables(spark) == sorted(
-        [*tables, *(name for name in retrylake_tables(spark) if name.startswith(run_scoped))]
-    )
-    for name in tables:
-        assert after[name] == before[name], name
-    assert (
-        "retrylake.message_lifecycles" in tables and len(before["retrylake.consume_attempts"]) > 100
-    )
 
 
 def test_docs_generate_describes_every_mart_column(spark, sample, lakehouse):
