@@ -202,22 +202,17 @@ class PublishWatch:
 
     def __init__(self, log: Path):
         self.log = log
-        self.offset = log.stat().st_size if log.exists() else 0
+        self.start = log.stat().st_size if log.exists() else 0  # earlier runs' lines
         self.seen = False
-        self.lock = threading.Lock()
 
     def pause(self) -> float:
-        with self.lock:
-            if not self.seen and self.log.exists():
-                start = max(self.offset - len(self.HOOKS), 0)  # a line cut by the last read
-                if self.log.stat().st_size < start:  # dbt rotated its log
-                    start = 0
-                with self.log.open("rb") as handle:
-                    handle.seek(start)
-                    grown = handle.read()
-                self.offset = start + len(grown)
-                self.seen = self.HOOKS in grown
-            return 0.1 if self.seen else 2.0
+        if not self.seen and self.log.exists():
+            if self.log.stat().st_size < self.start:  # dbt rotated its log
+                self.start = 0
+            with self.log.open("rb") as handle:
+                handle.seek(self.start)
+                self.seen = self.HOOKS in handle.read()
+        return 0.1 if self.seen else 2.0
 
 
 def _served_state(cursor) -> frozenset:
