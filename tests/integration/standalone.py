@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.request
@@ -12,8 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
-
-from tests.integration.helpers import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
@@ -36,9 +35,21 @@ def _spark_daemon(main_class: str, args: list[str], log: Path) -> subprocess.Pop
     )
 
 
-def _alive_workers(web_port: int) -> int:
+def _logged(log: Path, pattern: str, daemon: subprocess.Popen, deadline: float) -> str:
+    """The first group of the first line of a daemon's log that matches `pattern`: the master
+    picks its own free ports (port 0), so the log is where they are known."""
+    while True:
+        found = re.search(pattern, log.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        assert daemon.poll() is None, f"the Spark master exited; see {log}"
+        assert time.monotonic() < deadline, f"the Spark master did not log {pattern!r}; see {log}"
+        time.sleep(0.2)
+
+
+def _alive_workers(web_url: str) -> int:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=5) as answer:
+        with urllib.request.urlopen(f"{web_url}/json/", timeout=5) as answer:
             state = json.load(answer)
     except OSError:
         return 0
@@ -49,16 +60,25 @@ def _alive_workers(web_port: int) -> int:
 def standalone_cluster(root: Path) -> Iterator[str]:
     """A standalone master and two one-core workers on 127.0.0.1; yields the master URL and
     stops every daemon afterwards, whatever happens."""
-    port, web_port = free_port(), free_port()
-    master_url = f"spark://127.0.0.1:{port}"
+    # Ports chosen here and bound later by a JVM can be taken in between (another test's server
+    # did, once, and the master moved to the next port); port 0 lets the master bind its own.
+    deadline = time.monotonic() + 180
+    master_log = root / "master.log"
     daemons = [
         _spark_daemon(
             "org.apache.spark.deploy.master.Master",
-            ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)],
-            root / "master.log",
+            ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"],
+            master_log,
         )
     ]
     try:
+        master_url = _logged(
+            master_log, r"Starting Spark master at (spark://\S+)", daemons[0], deadline
+        )
+        web_port = _logged(
+            master_log, r"MasterWebUI: Bound .* started at http://[^:]+:(\d+)", daemons[0], deadline
+        )
+        web_url = f"http://127.0.0.1:{web_port}"
         for number in (1, 2):
             daemons.append(
                 _spark_daemon(
@@ -71,8 +91,7 @@ def standalone_cluster(root: Path) -> Iterator[str]:
                     root / f"worker-{number}.log",
                 )
             )
-        deadline = time.monotonic() + 180
-        while _alive_workers(web_port) < 2:
+        while _alive_workers(web_url) < 2:
             assert all(daemon.poll() is None for daemon in daemons), "a Spark daemon exited"
             assert time.monotonic() < deadline, "the standalone cluster did not come up"
             time.sleep(1)
