@@ -92,30 +92,11 @@ all_groups as (
     from unconfigured
 ),
 
--- The group retry policy (spec §8.1) in its parts: a missing or empty policy is the default
--- CUSTOMIZED list; a policy object left out takes its type's defaults.
+-- The group retry policy (spec §8.1) in its parts.
 with_policies as (
     select
         *,
-        coalesce(get_json_object(group_retry_policy, '$.type'), 'CUSTOMIZED') as retry_policy_type,
-        coalesce(
-            from_json(
-                get_json_object(group_retry_policy, '$.customizedRetryPolicy.next'), 'array<bigint>'
-            ),
-            {{ customized_retry_policy_default() }}
-        ) as retry_policy_delays_ms,
-        coalesce(
-            cast(get_json_object(group_retry_policy, '$.exponentialRetryPolicy.initial') as bigint),
-            {{ exponential_retry_policy_default('initial') }}
-        ) as retry_policy_initial_ms,
-        coalesce(
-            cast(get_json_object(group_retry_policy, '$.exponentialRetryPolicy.max') as bigint),
-            {{ exponential_retry_policy_default('max') }}
-        ) as retry_policy_max_ms,
-        coalesce(
-            cast(get_json_object(group_retry_policy, '$.exponentialRetryPolicy.multiplier') as bigint),
-            {{ exponential_retry_policy_default('multiplier') }}
-        ) as retry_policy_multiplier
+        {{ retry_policy_columns('group_retry_policy') }}
     from all_groups
 ),
 
@@ -150,9 +131,8 @@ final as (
         all_groups.retry_policy_initial_ms,
         all_groups.retry_policy_max_ms,
         all_groups.retry_policy_multiplier,
-        -- 5.x: max attempts = retryMaxTimes + 1 (spec §8.2)
         cast(all_groups.retry_max_times as int) as retry_max_times,
-        cast(all_groups.retry_max_times as int) + 1 as max_delivery_attempts,
+        {{ max_delivery_attempts('cast(all_groups.retry_max_times as int)') }} as max_delivery_attempts,
         all_groups.consumer_kind,
         cast(all_groups.dead_letter_enabled as boolean) as dead_letter_enabled,
         -- a cloud-5 FIFO group retries at this fixed interval (seed 002), unclamped

@@ -74,12 +74,8 @@ with_settings as (
         consumer_groups.max_delivery_attempts,
         consumer_groups.dead_letter_enabled,
         consumer_groups.fifo_retry_interval_ms,
-        {{ grpc_retry_delay_ms(
-            'consumer_groups.client_line', 'failed_deliveries.reconsume_times + 1',
-            'consumer_groups.retry_policy_type', 'consumer_groups.retry_policy_delays_ms',
-            'consumer_groups.retry_policy_initial_ms', 'consumer_groups.retry_policy_max_ms',
-            'consumer_groups.retry_policy_multiplier'
-        ) }} as policy_delay_ms,
+        {{ failure_policy_delay_ms('failed_deliveries.reconsume_times', settings='consumer_groups.') }}
+            as policy_delay_ms,
         highest_levels.max_delay_level
     from failed_deliveries
     inner join consumer_groups
@@ -92,53 +88,25 @@ decided as (
     select
         *,
         {{ is_grpc_client_line('client_line') }} as is_grpc,
-        case
-            when {{ is_grpc_client_line('client_line') }}
-                then {{ grpc_retry_decision(
-                    'consume_mode', 'consumer_kind', 'reconsume_times + 1', 'max_delivery_attempts',
-                    'dead_letter_enabled', 'retry_queue_nums'
-                ) }}
-            else {{ retry_decision(
-                'message_model', 'consume_mode', 'retry_queue_nums', 'reconsume_times',
-                'effective_max_reconsume_times', 'delay_level_when_next_consume'
-            ) }}
-        end as decision
+        {{ failure_decision('reconsume_times') }} as decision
     from with_settings
 ),
 
 scheduled as (
     select
         *,
-        case
-            when not is_grpc
-                then {{ scheduled_delay_level(
-                    'decision', 'consume_mode', 'broker_version', 'reconsume_times',
-                    'delay_level_when_next_consume', 'max_delay_level'
-                ) }}
-        end as delay_level,
-        case
-            when is_grpc
-                then {{ grpc_next_reconsume_times(
-                    'decision', 'reconsume_times', 'consume_mode', 'consumer_kind'
-                ) }}
-            else {{ next_reconsume_times('decision', 'reconsume_times', 'consume_mode', 'client_line') }}
-        end as next_reconsume_times
+        {{ failure_delay_level('decision', 'reconsume_times', 'max_delay_level') }} as delay_level,
+        {{ failure_next_reconsume_times('decision', 'reconsume_times') }} as next_reconsume_times
     from decided
 ),
 
 timed as (
     select
         scheduled.*,
-        case
-            when scheduled.is_grpc
-                then {{ grpc_decision_delay_ms(
-                    'scheduled.decision', 'scheduled.client_line', 'scheduled.consume_mode',
-                    'scheduled.consumer_kind', 'scheduled.failed_at', 'scheduled.visible_again_at',
-                    'scheduled.policy_delay_ms', 'scheduled.fifo_retry_interval_ms'
-                ) }}
-            when scheduled.decision = 'LOCAL_RETRY' then scheduled.effective_suspend_millis
-            else delay_levels.delay_ms
-        end as delay_ms,
+        {{ failure_delay_ms(
+            'scheduled.decision', 'scheduled.failed_at', 'scheduled.visible_again_at',
+            'scheduled.policy_delay_ms', 'delay_levels.delay_ms', settings='scheduled.'
+        ) }} as delay_ms,
         scheduled.decision in ('RETRY', 'LOCAL_RETRY') as is_redelivered
     from scheduled
     left join delay_levels
@@ -184,10 +152,7 @@ final as (
         end as redelivery_lag_ms,
         case when timed.is_redelivered then timed.next_delivery_reconsume_times end
             as observed_reconsume_times,
-        case
-            when timed.decision = 'DLQ'
-                then {{ add_millis('timed.failed_at', 'coalesce(timed.delay_ms, 0)') }}
-        end as entered_dlq_at,
+        {{ dlq_entry_at('timed.decision', 'timed.failed_at', 'timed.delay_ms') }} as entered_dlq_at,
         -- a prediction from an inferred attempt number is not certain (the agent records none)
         case when timed.attempt_number_observed then 'EXACT' else 'INFERRED_ATTEMPTS' end
             as prediction_basis,
