@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from retrylake.errors import ConfigError
+from retrylake.project import consumer_group_defaults
 from spark_udfs import DelayLevelError, parse_delay_levels
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
@@ -45,6 +46,19 @@ GROUP_OPTIONAL_COLUMNS = (
     "dead_letter_enabled",
 )
 DELAY_COLUMNS = ("broker_cluster", "message_delay_level", "broker_version")
+WHATIF_DELAY_COLUMNS = ("scenario", "broker_cluster", "message_delay_level")
+WHATIF_GROUP_COLUMNS = (
+    "scenario",
+    "consumer_group",
+    "max_reconsume_times",
+    "retry_max_times",
+    "group_retry_policy",
+    "replay_model",
+)
+REPLAY_MODELS = ("ATTEMPT_INDEX",)
+SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# The replay of the observed settings themselves, which every scenario is compared with.
+OBSERVED_SCENARIO = "observed"
 DELAY_OPTIONAL_COLUMNS = ("broker_version",)
 BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
@@ -182,8 +196,93 @@ def _retry_policy(path: Path, number: int, text: str) -> None:
             )
 
 
+def _scenario(path: Path, number: int, row: dict[str, str]) -> str:
+    name = row["scenario"]
+    if not SCENARIO_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{path}, row {number}, scenario: {name!r} is not a name (letters, digits, _ . -)"
+        )
+    if name == OBSERVED_SCENARIO:
+        raise ConfigError(
+            f"{path}, row {number}, scenario: {name!r} is reserved for the observed settings"
+        )
+    return name
+
+
+def check_whatif_delay_levels(path: Path, clusters: set[str]) -> None:
+    """Each row gives one scenario's delay string for one broker cluster (`*` the default)."""
+    seen: dict[tuple[str, str], int] = {}
+    for number, row in _rows(path, WHATIF_DELAY_COLUMNS):
+        key = (_scenario(path, number, row), row["broker_cluster"])
+        if key[1] not in clusters:
+            raise ConfigError(
+                f"{path}, row {number}, broker_cluster: {key[1]!r} is not a cluster of "
+                f"broker_delay_levels.csv or consumer_groups.csv"
+            )
+        if key in seen:
+            raise ConfigError(
+                f"{path}, row {number}, broker_cluster: {key[1]!r} is listed twice for scenario "
+                f"{key[0]!r} (also row {seen[key]})"
+            )
+        seen[key] = number
+        try:
+            parse_delay_levels(row["message_delay_level"])
+        except DelayLevelError as error:
+            raise ConfigError(f"{path}, row {number}, message_delay_level: {error}") from None
+
+
+def check_whatif_consumer_groups(
+    path: Path, client_lines: dict[str, str], default_client_line: str
+) -> None:
+    """Each row gives one scenario's settings for one group, under the owner's names: the 4.x
+    consumer's maxReconsumeTimes, the 5.x group metadata's retryMaxTimes and retry policy."""
+    seen: dict[tuple[str, str], int] = {}
+    for number, row in _rows(path, WHATIF_GROUP_COLUMNS):
+        key = (_scenario(path, number, row), row["consumer_group"])
+        if not key[1]:
+            raise ConfigError(f"{path}, row {number}, consumer_group: empty")
+        if key in seen:
+            raise ConfigError(
+                f"{path}, row {number}, consumer_group: {key[1]!r} is listed twice for scenario "
+                f"{key[0]!r} (also row {seen[key]})"
+            )
+        seen[key] = number
+        _integer(path, number, row, "max_reconsume_times", -1)
+        _integer(path, number, row, "retry_max_times", 0)
+        _retry_policy(path, number, row.get("group_retry_policy") or "")
+        _choice(path, number, row, "replay_model", REPLAY_MODELS)
+        line = client_lines.get(key[1], default_client_line)
+        grpc = line in ("grpc-5", "cloud-5")
+        for column, applies in (
+            ("max_reconsume_times", not grpc),
+            ("retry_max_times", grpc),
+            ("group_retry_policy", grpc),
+        ):
+            if row[column] and not applies:
+                raise ConfigError(
+                    f"{path}, row {number}, {column}: {key[1]!r} is a {line} group, which "
+                    f"does not read {column}"
+                )
+
+
 def check_configuration(project_dir: Path) -> None:
     """Raise ConfigError naming the file, row and value of the first problem found."""
     seeds = project_dir / "seeds"
     check_delay_levels(seeds / "broker_delay_levels.csv")
     check_consumer_groups(seeds / "consumer_groups.csv")
+    # The what-if scenarios (docs/whatif.md); a project without their seeds has none.
+    groups = [
+        row
+        for _, row in _rows(seeds / "consumer_groups.csv", GROUP_COLUMNS, GROUP_OPTIONAL_COLUMNS)
+    ]
+    delay_rows = _rows(seeds / "broker_delay_levels.csv", DELAY_COLUMNS, DELAY_OPTIONAL_COLUMNS)
+    clusters = {row["broker_cluster"] for _, row in delay_rows}
+    clusters |= {row["broker_cluster"] for row in groups if row["broker_cluster"]}
+    if (seeds / "whatif_delay_levels.csv").exists():
+        check_whatif_delay_levels(seeds / "whatif_delay_levels.csv", clusters)
+    if (seeds / "whatif_consumer_groups.csv").exists():
+        check_whatif_consumer_groups(
+            seeds / "whatif_consumer_groups.csv",
+            {row["consumer_group"]: row["client_line"] for row in groups if row["client_line"]},
+            str(consumer_group_defaults(project_dir)["client_line"]),
+        )

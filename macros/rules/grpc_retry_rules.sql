@@ -89,26 +89,26 @@
 
 {#- A group retry policy (the JSON of group metadata, §8.1) in its parts, as five select items
     named retry_policy_type, retry_policy_delays_ms, retry_policy_initial_ms, retry_policy_max_ms
-    and retry_policy_multiplier: a missing or empty policy is the default CUSTOMIZED list; a
-    policy object left out takes its type's defaults (dbt_project.yml). -#}
-{% macro retry_policy_columns(group_retry_policy) -%}
-    coalesce(get_json_object({{ group_retry_policy }}, '$.type'), 'CUSTOMIZED') as retry_policy_type,
+    and retry_policy_multiplier (after `prefix`): a missing or empty policy is the default
+    CUSTOMIZED list; a policy object left out takes its type's defaults (dbt_project.yml). -#}
+{% macro retry_policy_columns(group_retry_policy, prefix='') -%}
+    coalesce(get_json_object({{ group_retry_policy }}, '$.type'), 'CUSTOMIZED') as {{ prefix }}retry_policy_type,
     coalesce(
         from_json(
             get_json_object({{ group_retry_policy }}, '$.customizedRetryPolicy.next'), 'array<bigint>'
         ),
         {{ customized_retry_policy_default() }}
-    ) as retry_policy_delays_ms,
+    ) as {{ prefix }}retry_policy_delays_ms,
     coalesce(
         cast(get_json_object({{ group_retry_policy }}, '$.exponentialRetryPolicy.initial') as bigint),
         {{ exponential_retry_policy_default('initial') }}
-    ) as retry_policy_initial_ms,
+    ) as {{ prefix }}retry_policy_initial_ms,
     coalesce(
         cast(get_json_object({{ group_retry_policy }}, '$.exponentialRetryPolicy.max') as bigint),
         {{ exponential_retry_policy_default('max') }}
-    ) as retry_policy_max_ms,
+    ) as {{ prefix }}retry_policy_max_ms,
     coalesce(
         cast(get_json_object({{ group_retry_policy }}, '$.exponentialRetryPolicy.multiplier') as bigint),
         {{ exponential_retry_policy_default('multiplier') }}
-    ) as retry_policy_multiplier
+    ) as {{ prefix }}retry_policy_multiplier
 {%- endmacro %}
