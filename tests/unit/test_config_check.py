@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests.conftest import PROJECT_DIR
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     shutil.copytree(PROJECT_DIR / "seeds", tmp_path / "seeds")
+    shutil.copy(PROJECT_DIR / "dbt_project.yml", tmp_path / "dbt_project.yml")
     return tmp_path
 
 
@@ -159,3 +161,42 @@ def test_good_5x_rows_pass(tmp_path: Path):
         ConfigError, match="row 5, consumer_kind: 'PULL' is not one of PUSH, SIMPLE"
     ):
         check_consumer_groups(seed)
+
+
+def _whatif_project(tmp_path: Path, delay_rows: str, group_rows: str) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT_DIR / "seeds", project / "seeds")
+    shutil.copy(PROJECT_DIR / "dbt_project.yml", project / "dbt_project.yml")
+    (project / "seeds" / "whatif_delay_levels.csv").write_text(
+        "scenario,broker_cluster,message_delay_level\n" + delay_rows
+    )
+    (project / "seeds" / "whatif_consumer_groups.csv").write_text(
+        "scenario,consumer_group,max_reconsume_times,retry_max_times,group_retry_policy,"
+        "replay_model\n" + group_rows
+    )
+    return project
+
+
+def test_the_shipped_whatif_scenarios_pass(tmp_path: Path):
+    check_configuration(_whatif_project(tmp_path, "b,*,5s 30s\n", "b,order-service,5,,,\n"))
+
+
+@pytest.mark.parametrize(
+    ("delay_rows", "group_rows", "message"),
+    [
+        ("observed,*,5s\n", "", "whatif_delay_levels.csv, row 2, scenario: 'observed' is reserved"),
+        ("b,nowhere,5s\n", "", "row 2, broker_cluster: 'nowhere' is not a cluster"),
+        ("b,*,5s\nb,*,10s\n", "", "row 3, broker_cluster: '*' is listed twice"),
+        ("b,*,5 s\n", "", "whatif_delay_levels.csv, row 2, message_delay_level"),
+        ("", "b,order-service,x,,,\n", "row 2, max_reconsume_times: 'x' is not a whole number"),
+        ("", "b,checkout-push,5,,,\n", "checkout-push' is a grpc-5 group"),
+        ("", "b,order-service,,5,,\n", "order-service' is a remoting-4.9 group"),
+        ("", "b,order-service,,,,LATER\n", "replay_model: 'LATER' is not one of ATTEMPT_INDEX"),
+        ("", 'b,notify-exp,,,"{""type"":""X""}",\n', "group_retry_policy: type 'X'"),
+    ],
+)
+def test_a_bad_whatif_scenario_names_file_row_and_value(
+    tmp_path: Path, delay_rows: str, group_rows: str, message: str
+):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_configuration(_whatif_project(tmp_path, delay_rows, group_rows))
