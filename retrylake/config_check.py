@@ -55,7 +55,7 @@ WHATIF_GROUP_COLUMNS = (
     "group_retry_policy",
     "replay_model",
 )
-REPLAY_MODELS = ("ATTEMPT_INDEX",)
+REPLAY_MODELS = ("ATTEMPT_INDEX", "WALL_CLOCK")
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # The replay of the observed settings themselves, which every scenario is compared with.
 OBSERVED_SCENARIO = "observed"

@@ -30,3 +30,9 @@
 {% macro exponential_retry_policy_default(field) -%}
     cast({{ var('exponential_retry_policy_default')[field] | int }} as bigint)
 {%- endmacro %}
+
+{#- One number of the outage-window definition (var outage_window in dbt_project.yml), which
+    the what-if's WALL_CLOCK replay and the report's flow-control section share. -#}
+{% macro outage_window(field) -%}
+    {{ var('outage_window')[field] }}
+{%- endmacro %}

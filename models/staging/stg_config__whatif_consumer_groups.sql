@@ -14,7 +14,7 @@ final as (
         max_reconsume_times,
         retry_max_times,
         nullif(group_retry_policy, '') as group_retry_policy,
-        coalesce(nullif(replay_model, ''), 'ATTEMPT_INDEX') as replay_model
+        nullif(replay_model, '') as replay_model
     from seeded
 )
 
