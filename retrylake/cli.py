@@ -126,6 +126,16 @@ def _parser() -> argparse.ArgumentParser:
         "simulation, which helps where a core is idle (the same bytes whatever N; default: 1)",
     )
 
+    whatif = commands.add_parser(
+        "whatif",
+        help="replay the observed deliveries under the scenarios of seeds/whatif_*.csv "
+        "(docs/whatif.md) and print each scenario's effect per group",
+    )
+    _add_location_args(whatif)
+    whatif.add_argument("--scenario", nargs="+", help="print only these scenarios")
+    whatif.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _add_spark_args(whatif)
+
     query = commands.add_parser(
         "query", help="run SQL with DuckDB over the marts' parquet files (no Java needed)"
     )
@@ -293,6 +303,20 @@ def _dbt(args: argparse.Namespace) -> None:
     dbt(_project_dir(args), _lakehouse(args), dbt_args, **_spark(args))
 
 
+def _whatif(args: argparse.Namespace) -> None:
+    from retrylake.commands import whatif
+
+    print(
+        whatif(
+            _project_dir(args),
+            _lakehouse(args),
+            scenarios=args.scenario,
+            output=args.format,
+            **_spark(args),
+        )
+    )
+
+
 def _serve(args: argparse.Namespace) -> None:
     from retrylake.server import serve
 
@@ -393,6 +417,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "query": _query,
     "report": _report,
     "dlq-export": _dlq_export,
+    "whatif": _whatif,
 }
 
 

@@ -52,6 +52,54 @@ def build(
     return True
 
 
+WHATIF_SUMMARY_SQL = """
+select
+    scenario,
+    consumer_group,
+    replay_model,
+    messages,
+    observed_dlq,
+    predicted_dlq,
+    observed_deliveries,
+    predicted_deliveries,
+    delivery_delta,
+    observed_p95_time_to_success_ms,
+    predicted_p95_time_to_success_ms,
+    changed_outcomes
+from whatif_group_summary
+where scenario <> 'observed' {scenario_filter}
+order by scenario, consumer_group
+"""
+
+
+def whatif(
+    project_dir: Path,
+    lakehouse: Lakehouse,
+    *,
+    scenarios: list[str] | None = None,
+    output: str = "table",
+    master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+) -> str:
+    """`retrylake whatif`: build the what-if models (`dbt build --select tag:whatif`) on the
+    ledger the last build left, then return the per-scenario, per-group summary. The ledger's
+    tables are not rebuilt, so the last build's fingerprint still holds."""
+    from retrylake.analyst.query import render, run_query
+
+    check_configuration(project_dir)
+    lakehouse.check_landing_exists()
+    with lakehouse.lock():
+        lakehouse.claim_landing(full_refresh=False)
+        start_session(lakehouse, master, spark_conf)
+        run_dbt(["build", "--select", "tag:whatif"], project_dir, lakehouse)
+    scenario_filter = ""
+    if scenarios:
+        names = ", ".join("'" + name.replace("'", "''") + "'" for name in scenarios)
+        scenario_filter = f"and scenario in ({names})"
+    columns, rows = run_query(lakehouse, WHATIF_SUMMARY_SQL.format(scenario_filter=scenario_filter))
+    return render(columns, rows, output)
+
+
 # dbt commands that change no table, so the last build's marts stay up to date after them.
 READ_ONLY_DBT_COMMANDS = ("test", "docs", "show", "compile", "ls", "list", "parse", "debug")
 
