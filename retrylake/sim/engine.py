@@ -109,7 +109,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Protocol
 
-from retrylake.config_check import GROUP_COLUMNS
+from retrylake.config_check import GROUP_COLUMNS, check_consumer_groups
 from retrylake.errors import ConfigError, UsageError
 from retrylake.project import retry_overdue_grace_ms
 from retrylake.sim import grpc5, keyed
@@ -383,6 +383,9 @@ class GeneratorConfig:
     dlq_unexported_groups: tuple[str, ...] = ("fraud-check",)  # %DLQ% topics never exported
     # messages to the 5.x gRPC groups (`grpc5`), simulated after the 4.x run; 0: none
     grpc5_messages: int = 0
+    # the 5.x groups take retry_max_times, group_retry_policy and dead_letter_enabled from the
+    # seed's rows (`generate`'s ``seeds_dir``), not from `grpc5.GRPC5_GROUPS`
+    grpc5_settings_from_seeds: bool = False
     # 4.x consumer groups that consume nothing from an instant (epoch ms) on, whatever the run's
     # length: (group, from_ms). The bench's long history has one, so its retries stay overdue.
     offline_groups: tuple[tuple[str, int], ...] = ()
@@ -2375,12 +2378,19 @@ def generate(
     A seed's 5.x gRPC rows (client_line grpc-5 or cloud-5) are not the 4.x engine's: with
     ``config.grpc5_messages`` the `grpc5` module simulates the groups it knows, as it defines
     them (their true behaviour, whatever their rows say), and its rows replace theirs in the
-    written seed; a gRPC group it does not know gets no traffic. The written seed lists each
-    group once: the remoting groups, then the gRPC rows. A remoting row named like one of the 5.x
-    groups is a `ConfigError` when they are simulated.
+    written seed; a gRPC group it does not know gets no traffic. With
+    ``config.grpc5_settings_from_seeds`` (which needs ``seeds_dir``), a known group with a row
+    takes its retry settings from it (`grpc5.groups_from_seed_rows`), and the written row keeps
+    those cells. The written seed lists each group once: the remoting groups, then the gRPC
+    rows. A remoting row named like one of the 5.x groups is a `ConfigError` when they are
+    simulated.
     """
+    if config.grpc5_settings_from_seeds and seeds_dir is None:
+        raise UsageError("the 5.x groups' settings from the seeds need a seeds folder (--seeds)")
     grpc_rows: list[list[str]] = []
     if seeds_dir is not None:
+        if config.grpc5_settings_from_seeds:
+            check_consumer_groups(seeds_dir / "consumer_groups.csv")  # the rows it will run
         groups, grpc_rows = read_seed_groups(seeds_dir / "consumer_groups.csv")
         if config.grpc5_messages > 0:
             names = {group.name for group in grpc5.GRPC5_GROUPS}
@@ -2442,6 +2452,7 @@ def generate(
                 compression=config.compression,
                 redelivered_groups=engine.redelivered_groups,
                 writer=writer,
+                settings_from_seeds=config.grpc5_settings_from_seeds,
             )
             stats.grpc5 = result.stats
             written["true_schedules"] = result.true_schedules
@@ -2485,6 +2496,8 @@ def _config_json(config: GeneratorConfig) -> dict[str, object]:
     values["dlq_unexported_groups"] = list(config.dlq_unexported_groups)
     if not config.grpc5_messages:
         del values["grpc5_messages"]
+    if not config.grpc5_settings_from_seeds:
+        del values["grpc5_settings_from_seeds"]
     if config.offline_groups:
         values["offline_groups"] = [list(pair) for pair in config.offline_groups]
     else:

@@ -17,6 +17,9 @@ Files are hourly by the time a record lands. Nothing lands after the watermark t
 (the 4.x trace's latest store time): the run ended there, and lifecycles still open are judged
 at it. The groups (`GRPC5_GROUPS`) follow the retry rules of spec §8 and seed 002, each with the
 failures of its `Behaviour5`; two of them really run another schedule than their seed row says.
+Their retry settings (retry_max_times, group_retry_policy, dead_letter_enabled) are the ones
+defined here, or a seed's (`groups_from_seed_rows`, `retrylake generate
+--grpc5-settings-from-seeds`).
 
 The publications are drawn first, from one seeded stream; what a listener does with each
 delivery (its result, time, instance, and the redelivery's lag) is a keyed draw (`keyed`) of
@@ -40,11 +43,12 @@ import itertools
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrylake.config_check import GROUP_COLUMNS
+from retrylake.errors import ConfigError
 from retrylake.project import project_vars, retry_overdue_grace_ms
 from retrylake.sim import keyed
 from retrylake.sim import trace_format as tf
@@ -162,6 +166,9 @@ REMOTING_ONLY_COLUMNS = (
     "delay_level_when_next_consume",
     "consume_timeout_minutes",
 )
+# The columns of a 5.x group's seed row it takes its retry settings from, when asked to
+# (`groups_from_seed_rows`); the others stay as `GRPC5_GROUPS` defines them.
+SEED_SETTINGS = ("retry_max_times", "group_retry_policy", "dead_letter_enabled")
 
 
 @dataclass(frozen=True)
@@ -363,12 +370,47 @@ def seed_rows(groups: Iterable[Group] = GRPC5_GROUPS) -> list[list[object]]:
     return rows
 
 
-def add_seed_rows(seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS) -> list[str]:
+def read_seed_rows(seeds: Path) -> list[list[str]]:
+    """The rows of seeds/consumer_groups.csv (written in `GROUP_COLUMNS` order), header left out."""
+    with (seeds / "consumer_groups.csv").open(newline="", encoding="utf-8") as handle:
+        return [row for row in list(csv.reader(handle))[1:] if row]
+
+
+def groups_from_seed_rows(rows: Iterable[Sequence[str]]) -> tuple[Group, ...]:
+    """`GRPC5_GROUPS`, each with the retry settings (`SEED_SETTINGS`: retry_max_times,
+    group_retry_policy, dead_letter_enabled) of the row of its name among ``rows`` (in
+    `GROUP_COLUMNS` order; an empty cell is RocketMQ's default, as in the models). A group
+    without a row keeps its own. Everything else stays as defined here (kind, mode, line, the
+    failures of its `Behaviour5`), and a mislabeled group still runs its true schedule over
+    its row (`true_group`)."""
+    by_name = {row[0]: dict(zip(GROUP_COLUMNS, row, strict=False)) for row in rows if row}
+    groups = []
+    for group in GRPC5_GROUPS:
+        row = by_name.get(group.name)
+        if row is None:
+            groups.append(group)
+            continue
+        cells = {column: row.get(column) or "" for column in SEED_SETTINGS}
+        try:
+            parse_retry_policy(cells["group_retry_policy"])
+            seeded = Group.from_seed_row({"consumer_group": group.name, **cells})
+        except ValueError as error:  # JSONDecodeError too; check_consumer_groups says more
+            raise ConfigError(f"consumer_groups.csv, {group.name}: {error}") from None
+        changes = {column: getattr(seeded, column) for column in SEED_SETTINGS}
+        groups.append(dataclasses.replace(group, **changes))
+    return tuple(groups)
+
+
+def add_seed_rows(
+    seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS, keep: Sequence[str] = ()
+) -> list[str]:
     """Put the groups' rows in seeds/consumer_groups.csv (written in `GROUP_COLUMNS` order): a
-    row of the same name is replaced where it stands, the others are appended. Returns the names
-    whose row was there and said something else (the simulation ran them as defined here)."""
+    row of the same name is replaced where it stands, but for its cells of the ``keep`` columns
+    (the settings the simulation took from it); the others are appended. Returns the names whose
+    row was there and said something else (the simulation ran them as defined here)."""
     path = seeds / "consumer_groups.csv"
     ours = {str(row[0]): [str(value) for value in row] for row in seed_rows(groups)}
+    kept_columns = [GROUP_COLUMNS.index(column) for column in keep]
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     kept = [rows[0]]
@@ -378,9 +420,12 @@ def add_seed_rows(seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS) -> list[s
             continue
         name = row[0]
         if name in ours:
-            if row != ours[name]:
+            mine = ours.pop(name)
+            for index in kept_columns:
+                mine[index] = row[index] if index < len(row) else ""
+            if row != mine:
                 replaced.append(name)
-            row = ours.pop(name)
+            row = mine
         kept.append(row)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -582,6 +627,7 @@ class _Simulation:
         watermark_ms: int,
         compression: str,
         writer: Writer | None = None,
+        groups: Iterable[Group] = GRPC5_GROUPS,
     ) -> None:
         self.out = out
         self.messages = messages
@@ -594,7 +640,7 @@ class _Simulation:
         self.grace_ms = retry_overdue_grace_ms()
         self.files = _Files(out, compression, writer or Writer())
         self.counter = 0
-        self.groups = {group.name: group for group in GRPC5_GROUPS}
+        self.groups = {group.name: group for group in groups}
         self.group_keys = {name: keyed.key_of(self.seed_key, name) for name in self.groups}
         self.real = {
             name: true_group(group, BEHAVIOURS5[name]) for name, group in self.groups.items()
@@ -1399,10 +1445,15 @@ def generate_grpc5(
     compression: str = "mixed",
     redelivered_groups: Iterable[str] | None = None,
     writer: Writer | None = None,
+    settings_from_seeds: bool = False,
 ) -> Grpc5Result:
     """Simulate ``messages`` publications to the 5.x groups between ``start_ms`` and ``end_ms``
     and write their landing feeds under ``out``, nothing after ``watermark_ms``; add the
     groups to out/seeds/consumer_groups.csv and their lifecycles to out/ground_truth.jsonl.
+
+    ``settings_from_seeds``: the groups listed in out/seeds/consumer_groups.csv take their retry
+    settings from their rows there (`groups_from_seed_rows`), which keep those cells; otherwise
+    they run as `GRPC5_GROUPS` defines them, and their rows are replaced by those.
 
     Returns the counters and the schedule each group with redeliveries really follows (the 4.x
     groups of the ground truth already written, and every 5.x group). ``redelivered_groups``:
@@ -1412,6 +1463,9 @@ def generate_grpc5(
         redelivered_groups = _groups_with_redeliveries(out)
     schedules = dict.fromkeys(sorted(redelivered_groups), CONFIGURED)
     schedules.update((group.name, BEHAVIOURS5[group.name].schedule) for group in GRPC5_GROUPS)
+    groups = GRPC5_GROUPS
+    if settings_from_seeds:
+        groups = groups_from_seed_rows(read_seed_rows(out / "seeds"))
     simulation = _Simulation(
         out,
         messages=messages,
@@ -1421,6 +1475,7 @@ def generate_grpc5(
         watermark_ms=watermark_ms,
         compression=compression,
         writer=writer or Writer(),
+        groups=groups,
     )
     if messages > 0:
         simulation.simulate()
@@ -1431,7 +1486,9 @@ def generate_grpc5(
         if writer is None:
             simulation.files.writer.finish()
     states = simulation.write_truth()
-    replaced = add_seed_rows(out / "seeds")
+    replaced = add_seed_rows(
+        out / "seeds", groups, keep=SEED_SETTINGS if settings_from_seeds else ()
+    )
     stats: dict[str, object] = dict(simulation.stats)
     stats["watermark_ms"] = watermark_ms
     stats["dlq_evidence"] = dict(sorted(simulation.dlq_evidence.items()))
