@@ -111,6 +111,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_grpc5_arg(generate)
     generate.add_argument(
+        "--grpc5-settings-from-seeds",
+        action="store_true",
+        help="the 5.x gRPC groups take retry_max_times, group_retry_policy and "
+        "dead_letter_enabled from their rows in --seeds (default: the generator's own)",
+    )
+    generate.add_argument(
         "--offline",
         action="append",
         default=[],
@@ -342,6 +348,7 @@ def _generate(args: argparse.Namespace) -> None:
             compression=args.compression,
             grpc5_messages=args.grpc5_messages,
             offline=args.offline,
+            grpc5_settings_from_seeds=args.grpc5_settings_from_seeds,
         )
 
 

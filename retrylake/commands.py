@@ -167,7 +167,7 @@ def _print_grpc5(grpc5: dict) -> None:
     if replaced:
         print(
             f"5.x groups simulated as the generator defines them, their seed rows replaced: "
-            f"{', '.join(replaced)}"
+            f"{', '.join(replaced)} (--grpc5-settings-from-seeds runs their retry settings)"
         )
 
 
@@ -184,10 +184,12 @@ def generate(
     compression: str,
     grpc5_messages: int | None = None,
     offline: list[str] | None = None,
+    grpc5_settings_from_seeds: bool = False,
 ) -> None:
     """`retrylake generate`: write simulated traffic and report its throughput. The 5.x gRPC
     groups get ``grpc5_messages`` messages; None: a fifth of ``messages``. ``offline`` names
-    4.x groups that consume nothing from a time on, as GROUP@TIME."""
+    4.x groups that consume nothing from a time on, as GROUP@TIME. ``grpc5_settings_from_seeds``:
+    the 5.x groups take their retry settings from their rows in ``seeds``."""
     import time
 
     from retrylake.sim.engine import GeneratorConfig
@@ -212,6 +214,8 @@ def generate(
         )
     if messages < 0 or hours <= 0:
         raise UsageError("--messages must be 0 or more and --hours more than 0")
+    if grpc5_settings_from_seeds and seeds is None:
+        raise UsageError("--grpc5-settings-from-seeds needs --seeds DIR")
     grpc5_messages = grpc5_messages_for(messages, grpc5_messages)
     config = GeneratorConfig(
         out=out.resolve(),
@@ -224,6 +228,7 @@ def generate(
         compression=compression,
         grpc5_messages=grpc5_messages,
         offline_groups=tuple(offline_groups),
+        grpc5_settings_from_seeds=grpc5_settings_from_seeds,
     )
     began = time.perf_counter()
     stats = run_generator(config, seeds_dir=seeds, progress=sys.stderr.isatty())

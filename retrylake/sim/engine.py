@@ -68,8 +68,25 @@ whether its trace is complete, and for a dead letter what a reader of the landin
 (`dlq_evidence`) and, when that is one-sided, the true cause (`reconciliation_reason`). See
 `Engine._truth_row`.
 
-Everything is drawn from one seeded random stream in event order: a seed gives byte-identical
-output. Memory is bounded by the lifecycles still open, not by the size of the run.
+RandomTraffic draws in three ways, so that two runs with the same seed and other retry settings
+(another delay ladder, another max reconsume count) simulate the same traffic and differ only
+where the settings make them differ:
+- the publications (times, topics, bursts, keys, bodies, delayed and transactional choices,
+  poison flags, first pulls) come from one seeded stream of their own, drawn in publication
+  order, and message ids have a counter of their own;
+- what a consumer does with a delivery (its outcome, listener time and level, ackIndex,
+  send-back failure, dropped result, redelivery lag, and the fate of a dead letter) is a keyed
+  draw (`keyed`): a value of (seed, purpose, consumer group, message, attempt index), where the
+  attempt index is reconsumeTimes minus the lifecycle's first reconsumeTimes. A message that
+  fails its first k attempts in one run fails them in the other, wherever it is delivered at
+  those indexes. What is fixed in time (an outage window, an offline group, a send-back
+  outage) holds whatever is delivered then; a batch fails when one of its messages does, so
+  a batch of other messages can fail a message that would have succeeded alone;
+- each client's trace messages land (lost, late, duplicated, cut short) by a stream of its
+  own, so a producer's trace lands the same whatever its consumers did; the broker's own
+  copies (retries, dead letters, re-sends) are numbered in a commit log of their own.
+A seed gives byte-identical output. Memory is bounded by the lifecycles still open, not by
+the size of the run.
 """
 
 from __future__ import annotations
@@ -92,10 +109,10 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Protocol
 
-from retrylake.config_check import GROUP_COLUMNS
+from retrylake.config_check import GROUP_COLUMNS, check_consumer_groups
 from retrylake.errors import ConfigError, UsageError
 from retrylake.project import retry_overdue_grace_ms
-from retrylake.sim import grpc5
+from retrylake.sim import grpc5, keyed
 from retrylake.sim import trace_format as tf
 from retrylake.sim.output import LineFile, Writer, compact_json
 from retrylake.sim.rules import (
@@ -178,6 +195,9 @@ def _json_bool(value: bool) -> str:
 # RandomTraffic starts no redelivery the trace could not show before the run ends after this
 # fraction of the run (a listener level, a fallback, a partial ack, a dropped result).
 LATE_FRACTION = 0.85
+# where the broker's own copies (retries, dead letters, re-sends) start in the commit log, far
+# above the publications' (`Engine._new_broker_offset_id`)
+BROKER_COPY_OFFSET = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -363,6 +383,9 @@ class GeneratorConfig:
     dlq_unexported_groups: tuple[str, ...] = ("fraud-check",)  # %DLQ% topics never exported
     # messages to the 5.x gRPC groups (`grpc5`), simulated after the 4.x run; 0: none
     grpc5_messages: int = 0
+    # the 5.x groups take retry_max_times, group_retry_policy and dead_letter_enabled from the
+    # seed's rows (`generate`'s ``seeds_dir``), not from `grpc5.GRPC5_GROUPS`
+    grpc5_settings_from_seeds: bool = False
     # 4.x consumer groups that consume nothing from an instant (epoch ms) on, whatever the run's
     # length: (group, from_ms). The bench's long history has one, so its retries stay overdue.
     offline_groups: tuple[tuple[str, int], ...] = ()
@@ -383,6 +406,7 @@ class Published:
     received_offset_id: str = ""  # the copy consumers receive (the re-put or committed copy)
     available_ms: int = 0  # when consumers can first receive it
     producer_group: str = ""
+    number: int = 0  # its place among the run's publications, from 1
 
 
 @dataclass(slots=True)
@@ -455,6 +479,11 @@ class Lifecycle:
     # deliveries with a record lost
     first_landed: int | None = None
     lost_deliveries: set[int] | None = None
+    # the traffic's draw key of the lifecycle (`RandomTraffic`), the highest attempt index
+    # delivered so far, and how many deliveries came at an index already delivered
+    key: int = 0
+    top_attempt: int = -1
+    repeats: int = 0
 
 
 @dataclass
@@ -471,6 +500,7 @@ class Request:
     took_ms: int = 0
     ended_ms: int = 0
     cleaned: bool = False  # the expiry cleaner runs while it is stuck
+    key: int = 0  # the traffic's draw key for the request's own choices (`RandomTraffic`)
 
 
 @dataclass
@@ -544,8 +574,10 @@ class Traffic(Protocol):
         """When group ``index``'s consumer started: its expiry cleaner runs every consume
         timeout from then on (concurrent groups). None: no cleaner runs."""
 
-    def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
-        """How long after it is due a redelivery reaches the consumer."""
+    def redelivery_lag(
+        self, engine: Engine, decision: Decision, lifecycle: Lifecycle, copy: Copy
+    ) -> int:
+        """How long after it is due the redelivery of ``copy`` reaches the consumer."""
 
     def listener_delay_level(self, engine: Engine, request: Request) -> int | None:
         """The ``context.delayLevelWhenNextConsume`` the listener of a failed call of a
@@ -557,18 +589,18 @@ class Traffic(Protocol):
         after it are sent back; None acks them all."""
 
     def send_back_failure(
-        self, engine: Engine, at: int, lifecycle: Lifecycle
+        self, engine: Engine, at: int, lifecycle: Lifecycle, copy: Copy
     ) -> tuple[str, int] | None:
-        """Whether the send-back RPC of a message fails: ("FALLBACK", ms) when the client's
-        fallback is stored ms after the failed call ended, ("LOCAL", ms) when the fallback fails
-        too (ms later); None when the RPC succeeds."""
+        """Whether the send-back RPC of a message (the delivery of ``copy`` failed) fails:
+        ("FALLBACK", ms) when the client's fallback is stored ms after the failed call ended,
+        ("LOCAL", ms) when the fallback fails too (ms later); None when the RPC succeeds."""
 
     def redeliver_after_drop(self, engine: Engine, request: Request, success: bool) -> int | None:
         """Whether a rebalance drops the result of a finished concurrent clustering request:
         how long after its end the new owner delivers its messages again; None: processed."""
 
     def offset_step(self, engine: Engine) -> int:
-        """How far the commit log has moved when the broker stores a copy of its own."""
+        """How far the broker's log of its own copies has moved when it stores one."""
 
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
         """A DLQ copy's commit-log step, and whether its properties are a map or a string."""
@@ -578,13 +610,15 @@ class Traffic(Protocol):
         the groups that consume its %DLQ% topic (`Engine.subscribe_dead_letter`), or have an
         operator re-send it (`Engine.resend`), or nothing."""
 
-    def trace_lost(self, engine: Engine) -> bool:
-        """Whether a trace message is lost: it never lands."""
+    def trace_lost(self, engine: Engine, client: str) -> bool:
+        """Whether a trace message of ``client`` is lost: it never lands."""
 
-    def store_delay(self, engine: Engine) -> int:
-        """How long a trace message takes to be stored."""
+    def store_delay(self, engine: Engine, client: str) -> int:
+        """How long a trace message of ``client`` takes to be stored."""
 
-    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+    def land(
+        self, engine: Engine, client: str, store_ms: int, trace_id: str, keys: str, body: str
+    ) -> None:
         """Write a trace message's landing line(s), with whatever transport faults."""
 
 
@@ -629,7 +663,8 @@ class Dispatcher:
     """One client's trace dispatcher: records batch into a trace message until it is 500 ms old
     or about 118,000 characters long (AsyncTraceDispatcher, 4.9.x)."""
 
-    def __init__(self, client_ip: str, pid: int) -> None:
+    def __init__(self, client: str, client_ip: str, pid: int) -> None:
+        self.client = client
         self.client_ip = client_ip
         self.pid = pid
         self.records: list[str] = []
@@ -748,12 +783,21 @@ class Engine:
         self.sequence = 0
         self.open_requests: dict[int, Request] = {}
         self.dispatchers: dict[str, Dispatcher] = {}
+        # the consumers' dispatchers first, in the groups' order; then each producer's when it
+        # first sends, so that a producer's trace ids do not depend on when consumers consume
+        for client in self.consumer_clients:
+            self._dispatcher(client)
         self.pending_records: list[tuple[int, int, str, str, str, object]] = []
         self.deadlines: list[tuple[int, str]] = []
         # closed lifecycles whose truth row waits until all their trace records are sent
         self.closing: list[tuple[int, int, Lifecycle]] = []
+        # The commit log's offset: the publications' own, and the copies the broker stores of
+        # its own (retries, dead letters, re-sends) in a region of their own, so that what
+        # consumers do moves no publication's offset id.
         self.commit_log_offset = 1_000_000
-        self.counter = 0
+        self.broker_copy_offset = BROKER_COPY_OFFSET
+        self.message_counter = 0  # message ids (UNIQ_KEY) ...
+        self.request_counter = 0  # ... and consume request ids count apart
         self.stats = Stats()
         self.active: dict[int, Lifecycle] = {}
         self.finished: list[Lifecycle] | None = [] if keep_history else None
@@ -778,15 +822,27 @@ class Engine:
         self._push(at, self._PUBLISH, index)
 
     def new_id(self, ip: str, pid: int, at: int) -> str:
-        """A client msgId (UNIQ_KEY), unique within the run."""
-        self.counter += 1
+        """A client msgId (UNIQ_KEY), unique within the run; message ids count on their own."""
+        self.message_counter += 1
         month_start = _month_start_of_day(at // 86_400_000)
-        return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, month_start, self.counter)
+        return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, month_start, self.message_counter)
+
+    def new_request_id(self, ip: str, pid: int, at: int) -> str:
+        """A consume request's id (the SubBefore's and SubAfter's), unique within the run."""
+        self.request_counter += 1
+        month_start = _month_start_of_day(at // 86_400_000)
+        return tf.uniq_msg_id(ip, pid, 0x18B4AAC2, at, month_start, self.request_counter)
 
     def _new_offset_id(self, step: int) -> str:
-        """The offset id of a copy the broker stores now, ``step`` bytes on in the commit log."""
+        """The offset id of a published copy stored now, ``step`` bytes on in the commit log."""
         self.commit_log_offset += step
         return tf.offset_msg_id("10.0.0.1", 10911, self.commit_log_offset)
+
+    def _new_broker_offset_id(self, step: int) -> str:
+        """The offset id of a copy the broker stores of its own now (a retry, a dead letter, a
+        re-sent message), ``step`` bytes on in the region of such copies."""
+        self.broker_copy_offset += step
+        return tf.offset_msg_id("10.0.0.1", 10911, self.broker_copy_offset)
 
     # run -------------------------------------------------------------------------------------
     def run(self, progress: bool = False) -> Stats:
@@ -893,6 +949,7 @@ class Engine:
             received_offset_id=received,
             available_ms=available,
             producer_group=producer_group,
+            number=self.stats.messages,
         )
         if traced:
             client = f"producer:{producer_group}"
@@ -977,7 +1034,7 @@ class Engine:
 
     def _resend(self, at: int, lifecycle: Lifecycle, offset_step: int, deliver_after: int):
         self.stats.resent += 1
-        copy = Copy(0, 0, "RESENT", offset_id=self._new_offset_id(offset_step))
+        copy = Copy(0, 0, "RESENT", offset_id=self._new_broker_offset_id(offset_step))
         lifecycle.first_reconsume_times = 0
         self.deliver_at(at + deliver_after, lifecycle, copy)
         lifecycle.pending -= 1
@@ -1016,7 +1073,7 @@ class Engine:
         version = self.group_versions[request.group]
         client = self.consumer_clients[request.group]
         request.start_ms = at
-        request_id = request.request_id = self.new_id("10.0.2.7", 5000 + request.group, at)
+        request_id = request.request_id = self.new_request_id("10.0.2.7", 5000 + request.group, at)
         for lifecycle, copy in zip(request.lifecycles, request.copies, strict=True):
             lifecycle.deliveries += 1
             number = lifecycle.deliveries
@@ -1231,7 +1288,7 @@ class Engine:
         orderly = group.consume_mode == "ORDERLY"
         latest = number == lifecycle.deliveries
         if not orderly and group.message_model == "CLUSTERING":
-            failure = self.traffic.send_back_failure(self, ended, lifecycle)
+            failure = self.traffic.send_back_failure(self, ended, lifecycle, copy)
             if failure is not None and failure[0] == "FALLBACK":
                 self._fallback(lifecycle, copy, number, ended, ended + failure[1], delivery)
                 return
@@ -1345,7 +1402,8 @@ class Engine:
         self._note(delivery, decision)
         if latest:
             lifecycle.expected_ms = expected
-        self.deliver_at(expected + self.traffic.redelivery_lag(self, decision), lifecycle, copy)
+        lag = self.traffic.redelivery_lag(self, decision, lifecycle, copy)
+        self.deliver_at(expected + lag, lifecycle, copy)
         if ends:
             self._release(lifecycle)
 
@@ -1361,7 +1419,7 @@ class Engine:
     def _offset_of(self, copy: Copy) -> str:
         """The offset id of a stored copy, given one when nothing has needed it yet."""
         if copy.offset_id is None:
-            copy.offset_id = self._new_offset_id(self.traffic.offset_step(self))
+            copy.offset_id = self._new_broker_offset_id(self.traffic.offset_step(self))
         return copy.offset_id
 
     def _consume(self, lifecycle: Lifecycle, traced_end: int, started: int) -> None:
@@ -1643,7 +1701,7 @@ class Engine:
         entered = lifecycle.dlq_entered_ms
         assert entered is not None and lifecycle.dlq_copy is not None
         offset_step, properties_as_map = self.traffic.dlq_copy_choices(self)
-        offset_id = lifecycle.dlq_copy.offset_id = self._new_offset_id(offset_step)
+        offset_id = lifecycle.dlq_copy.offset_id = self._new_broker_offset_id(offset_step)
         line: dict[str, object] = {
             "msgId": message.msg_id,
             "offsetMsgId": offset_id,
@@ -1676,7 +1734,7 @@ class Engine:
         dispatcher = self.dispatchers.get(client)
         if dispatcher is None:
             number = len(self.dispatchers)
-            dispatcher = Dispatcher(f"10.0.3.{number % 250 + 1}", 6000 + number)
+            dispatcher = Dispatcher(client, f"10.0.3.{number % 250 + 1}", 6000 + number)
             self.dispatchers[client] = dispatcher
         return dispatcher
 
@@ -1706,15 +1764,16 @@ class Engine:
 
     def _send(self, dispatcher: Dispatcher, at: int) -> None:
         trace_id, keys, body, owners = dispatcher.take(_month_start_of_day(at // 86_400_000))
-        lost = self.traffic.trace_lost(self)
+        client = dispatcher.client
+        lost = self.traffic.trace_lost(self, client)
         if lost:
             self.stats.lost_trace_messages += 1
             self.stats.lost_records += len(owners)
         else:
             self.stats.trace_messages += 1
             self.stats.records += len(owners)
-            store_ms = at + self.traffic.store_delay(self)
-            self.traffic.land(self, store_ms, trace_id, keys, body)
+            store_ms = at + self.traffic.store_delay(self, client)
+            self.traffic.land(self, client, store_ms, trace_id, keys, body)
         for owner in owners:
             if type(owner) is tuple:
                 lifecycle, number = owner
@@ -1741,12 +1800,54 @@ class Engine:
         self.trace_files.write(hour, line)
 
 
+# The purposes of RandomTraffic's keyed draws (`keyed.purpose`): one constant each, added to a
+# delivery's key (or a lifecycle's, or a request's) to draw for that purpose.
+_P_HANG = keyed.purpose("hang")
+_P_TRANSIENT = keyed.purpose("transient")
+_P_KIND = keyed.purpose("failure kind")
+_P_ROLLBACK = keyed.purpose("rollback")
+_P_SLOW = keyed.purpose("slow")
+_P_SLOW_FAILED = keyed.purpose("slow failed")
+_P_COST = keyed.purpose("consume time")
+_P_STUCK = keyed.purpose("stuck time")
+_P_LISTENER_DLQ = keyed.purpose("listener dlq")
+_P_LISTENER_LEVEL = keyed.purpose("listener level")
+_P_OWN_LEVEL = keyed.purpose("own level")
+_P_ACK = keyed.purpose("partial ack")
+_P_ACK_INDEX = keyed.purpose("ack index")
+_P_SEND_BACK = keyed.purpose("send-back fails")
+_P_RPC_MS = keyed.purpose("send-back rpc time")
+_P_FALLBACK_FAILS = keyed.purpose("fallback fails")
+_P_FALLBACK_MS = keyed.purpose("fallback time")
+_P_DROP = keyed.purpose("result dropped")
+_P_DROP_AFTER = keyed.purpose("redelivered after drop")
+_P_LAG = keyed.purpose("redelivery lag")
+_P_PULL = keyed.purpose("redelivery pull")
+_P_RECOVERY = keyed.purpose("recovery pull")
+_P_RESEND = keyed.purpose("re-send")
+_P_RESEND_AT = keyed.purpose("re-send time")
+_P_RESEND_STEP = keyed.purpose("re-send offset step")
+_P_RESEND_AFTER = keyed.purpose("re-send delivery")
+_P_RESENT_EPOCH = keyed.purpose("re-sent lifecycle")
+_P_STARTED = keyed.purpose("consumer started")
+# a redelivery's lag is keyed by its cause too: two paths to one attempt index lag apart
+_P_CAUSES = {cause: keyed.purpose(f"cause {cause}") for cause in (None, *CAUSES)}
+
+
 class RandomTraffic:
-    """`retrylake generate`'s world: every choice drawn from one seeded stream, in event order."""
+    """`retrylake generate`'s world: publications from one seeded stream in publication order,
+    what consumers do from keyed draws (`keyed`), and each client's trace landing from a stream
+    of its own (see the module's docstring)."""
 
     def __init__(self, config: GeneratorConfig, groups: list[Group]) -> None:
         self.config = config
-        self.rng = random.Random(config.seed)
+        self.rng = random.Random(config.seed)  # the publications' stream
+        self.seed_key = keyed.key_of("retrylake 4.x traffic", config.seed)
+        # each group's key: by name, so that a group's draws do not depend on its place
+        self.group_keys = [keyed.key_of(self.seed_key, group.name) for group in groups]
+        # each client's landing stream (`_landing`), and the broker's choices for its own copies
+        self.landing_rngs: dict[str, random.Random] = {}
+        self.broker_rng = random.Random(keyed.key_of(self.seed_key, "broker copies"))
         versions = config.client_versions
         self.topic_versions = {
             topic.name: tf.CLIENT_VERSIONS[versions[(i + 1) % len(versions)]]
@@ -1778,6 +1879,36 @@ class RandomTraffic:
             )
         self.offline_at = dict(config.offline_groups)
 
+    # keys ------------------------------------------------------------------------------------
+    def _key(self, lifecycle: Lifecycle) -> None:
+        """Key ``lifecycle`` by its group and message: the same message in the same group has
+        the same key in every run with this seed."""
+        key = keyed.derive(self.group_keys[lifecycle.index], lifecycle.message.number)
+        lifecycle.key = key
+
+    @staticmethod
+    def _delivery_key(lifecycle: Lifecycle) -> int:
+        """The key of the delivery of ``lifecycle`` just started, at its attempt index
+        k = reconsumeTimes - the lifecycle's first reconsumeTimes. The first delivery at an
+        index above those delivered so far is keyed by k alone; another delivery at an index
+        already delivered (a dropped result delivered again, a stuck listener's send-back beside
+        the cleaner's) by k and how many such deliveries came before."""
+        attempt = lifecycle.reconsume_times - lifecycle.first_reconsume_times
+        if attempt > lifecycle.top_attempt:
+            lifecycle.top_attempt = attempt
+            slot = attempt
+        else:
+            lifecycle.repeats += 1
+            slot = (attempt & 0xFFFFFFFF) | lifecycle.repeats << 32
+        return lifecycle.key + slot * keyed.SLOT
+
+    @staticmethod
+    def _attempt_key(lifecycle: Lifecycle, copy: Copy) -> int:
+        """The key of the attempt index of ``copy`` (its delivery's, or the redelivery's)."""
+        attempt = copy.reconsume_times - lifecycle.first_reconsume_times
+        return lifecycle.key + attempt * keyed.SLOT
+
+    # publications ----------------------------------------------------------------------------
     def begin(self, engine: Engine) -> None:
         if self.config.messages > 0:
             engine.schedule_publish(self._publish_time(engine, 0), 0)
@@ -1803,13 +1934,16 @@ class RandomTraffic:
         count = min(rng.randint(low, high) if high > 1 else 1, self.config.messages - index)
         pulls: dict[int, list[Lifecycle]] = {}
         sent = at
+        group_keys, mix64 = self.group_keys, keyed.mix64
         for position in range(count):
             if position:
                 sent += 1 + rng.randrange(5)
             message = self._publish_one(engine, sent, topic)
+            step = message.number * keyed.SLOT
             for group in self.subscribers[topic.name]:
                 poisoned = rng.random() < engine.behaviours[group].poison
                 lifecycle = engine.subscribe(group, message, poisoned=poisoned)
+                lifecycle.key = mix64(group_keys[group] + step)  # as `_key` does
                 if count == 1 or message.kind != "NORMAL":
                     engine.deliver_at(message.available_ms + 5 + rng.randrange(200), lifecycle)
                 else:
@@ -1858,6 +1992,7 @@ class RandomTraffic:
             copy_step=copy_step,
         )
 
+    # consumers -------------------------------------------------------------------------------
     def _fraction(self, engine: Engine, at: int) -> float:
         return (at - engine.start_ms) / (engine.end_ms - engine.start_ms)
 
@@ -1890,35 +2025,53 @@ class RandomTraffic:
         return offline_from is not None and self._fraction(engine, at) >= offline_from
 
     def outcome(self, engine: Engine, at: int, request: Request) -> str:
+        """The request's outcome. Each message's delivery is keyed (`_delivery_key`); the
+        request's own choices (a hang, a rollback, a slow listener, and later its listener
+        time, level, ackIndex and dropped result) take its first message's key."""
+        uniform = keyed.uniform
+        lifecycles = request.lifecycles
+        if len(lifecycles) == 1:
+            keys = [self._delivery_key(lifecycles[0])]
+        else:
+            keys = [self._delivery_key(lifecycle) for lifecycle in lifecycles]
+        first = request.key = keys[0]
         behaviour = engine.behaviours[request.group]
         outage = behaviour.outage
         if outage and outage[0] <= self._fraction(engine, at) < outage[1]:
-            if behaviour.outage_hang and self.rng.random() < behaviour.outage_hang:
+            if behaviour.outage_hang and uniform(first + _P_HANG) < behaviour.outage_hang:
                 return "SLOW_SUCCESS"  # stuck on the dead downstream until it comes back
             return "FAILED"  # RECONSUME_LATER for everything: failure as flow control
-        if any(lifecycle.poisoned for lifecycle in request.lifecycles):
-            return "EXCEPTION"
-        retries = max(
-            lifecycle.reconsume_times - lifecycle.first_reconsume_times
-            for lifecycle in request.lifecycles
-        )
-        if self.rng.random() < behaviour.transient * 0.5**retries:
-            pick = self.rng.random()
-            for kind, share in FAILURE_KINDS:
-                pick -= share
-                if pick < 0:
-                    return kind
-            return FAILURE_KINDS[-1][0]
+        for lifecycle in lifecycles:
+            if lifecycle.poisoned:
+                return "EXCEPTION"
+        # Each message fails transiently on its own draw, with the behaviour's chance halved per
+        # retry; a request fails if one of its messages does. In a batch of n, each message's
+        # chance is 1 - (1 - c) ** (1 / n), so that a batch of messages at one attempt index
+        # fails as often as one message alone (c), as when the request drew once.
+        transient = behaviour.transient
+        size = len(lifecycles)
+        for lifecycle, key in zip(lifecycles, keys, strict=True):
+            retries = lifecycle.reconsume_times - lifecycle.first_reconsume_times
+            chance = transient * 0.5**retries
+            if size > 1:
+                chance = 1 - (1 - chance) ** (1 / size)
+            if uniform(key + _P_TRANSIENT) < chance:
+                pick = uniform(key + _P_KIND)
+                for kind, share in FAILURE_KINDS:
+                    pick -= share
+                    if pick < 0:
+                        return kind
+                return FAILURE_KINDS[-1][0]
         orderly = engine.groups[request.group].consume_mode == "ORDERLY"
-        if orderly and behaviour.rollback and self.rng.random() < behaviour.rollback:
+        if orderly and behaviour.rollback and uniform(first + _P_ROLLBACK) < behaviour.rollback:
             return "ROLLBACK"  # an orderly listener's deprecated ROLLBACK, acked
-        if self.rng.random() < behaviour.slow:
+        if uniform(first + _P_SLOW) < behaviour.slow:
             # A stuck listener may give up with RECONSUME_LATER, only where the cleaner's
             # send-back and its own are both retries (never two dead letters of one message).
             if (
                 behaviour.slow_failure
                 and self._broker_retries(engine, request)
-                and self.rng.random() < behaviour.slow_failure
+                and uniform(first + _P_SLOW_FAILED) < behaviour.slow_failure
             ):
                 return "SLOW_FAILED"
             return "SLOW_SUCCESS"
@@ -1926,19 +2079,24 @@ class RandomTraffic:
 
     def consume_ms(self, engine: Engine, request: Request, behaviour: Behaviour) -> int:
         size = len(request.lifecycles)
-        return size * (behaviour.cost_ms + self.rng.randrange(behaviour.cost_ms + 1))
+        cost = behaviour.cost_ms
+        return size * (cost + keyed.below(request.key + _P_COST, cost + 1))
 
     def stuck_ms(self, engine: Engine, request: Request, timeout_ms: int) -> int:
-        return timeout_ms + self.rng.randrange(timeout_ms * 4 // 3)  # up to 20 minutes more
+        # up to 20 minutes more
+        return timeout_ms + keyed.below(request.key + _P_STUCK, timeout_ms * 4 // 3)
 
     def consumer_started_ms(self, engine: Engine, index: int) -> int | None:
-        return engine.start_ms - self.rng.randrange(max(engine.groups[index].consume_timeout_ms, 1))
+        timeout = max(engine.groups[index].consume_timeout_ms, 1)
+        return engine.start_ms - keyed.below(self.group_keys[index] + _P_STARTED, timeout)
 
-    def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
-        lag = 1 + self.rng.randrange(5)
+    def redelivery_lag(
+        self, engine: Engine, decision: Decision, lifecycle: Lifecycle, copy: Copy
+    ) -> int:
+        key = self._attempt_key(lifecycle, copy) + _P_CAUSES[copy.cause]
         if decision.decision == "RETRY":  # schedule polling, then the consumer's pull
-            lag = self.rng.randrange(SCHEDULE_POLL_MS) + 5 + self.rng.randrange(200)
-        return lag
+            return keyed.below(key + _P_LAG, SCHEDULE_POLL_MS) + 5 + keyed.below(key + _P_PULL, 200)
+        return 1 + keyed.below(key + _P_LAG, 5)
 
     def listener_delay_level(self, engine: Engine, request: Request) -> int | None:
         if request.cleaned:
@@ -1947,10 +2105,14 @@ class RandomTraffic:
         share = behaviour.listener_dlq
         # a re-sent dead letter is not sent back: one DLQ entry per lifecycle
         resent = any(lifecycle.resent for lifecycle in request.lifecycles)
-        if share and not resent and self.rng.random() < share:
+        if share and not resent and keyed.uniform(request.key + _P_LISTENER_DLQ) < share:
             return -1
         share = behaviour.listener_level
-        if share and not self._late(engine, request.ended_ms) and self.rng.random() < share:
+        if (
+            share
+            and not self._late(engine, request.ended_ms)
+            and keyed.uniform(request.key + _P_LISTENER_LEVEL) < share
+        ):
             return self._own_level(engine, request)
         return None
 
@@ -1969,7 +2131,9 @@ class RandomTraffic:
             for level in range(4, min(len(table), 9) + 1)
             if all(abs(table[level - 1] - delay) > 3000 for delay in avoid)
         ]
-        return self.rng.choice(levels) if levels else None
+        if not levels:
+            return None
+        return levels[keyed.below(request.key + _P_OWN_LEVEL, len(levels))]
 
     def ack_index(self, engine: Engine, request: Request) -> int | None:
         share = engine.behaviours[request.group].partial_ack
@@ -1977,12 +2141,14 @@ class RandomTraffic:
         # trace could not tell from a consumption.
         if not share or self._late(engine, request.ended_ms):
             return None
-        if not self._broker_retries(engine, request, more=1) or self.rng.random() >= share:
+        if not self._broker_retries(engine, request, more=1):
             return None
-        return self.rng.randrange(-1, len(request.lifecycles) - 1)
+        if keyed.uniform(request.key + _P_ACK) >= share:
+            return None
+        return keyed.below(request.key + _P_ACK_INDEX, len(request.lifecycles)) - 1
 
     def send_back_failure(
-        self, engine: Engine, at: int, lifecycle: Lifecycle
+        self, engine: Engine, at: int, lifecycle: Lifecycle, copy: Copy
     ) -> tuple[str, int] | None:
         behaviour = engine.behaviours[lifecycle.index]
         window = behaviour.send_back_outage
@@ -1990,13 +2156,16 @@ class RandomTraffic:
             return None
         fraction = self._fraction(engine, at)
         failed = window is not None and window[0] <= fraction < window[1]
+        key = self._attempt_key(lifecycle, copy)
         if not failed and behaviour.send_back_fails:
-            failed = self.rng.random() < behaviour.send_back_fails
+            failed = keyed.uniform(key + _P_SEND_BACK) < behaviour.send_back_fails
         if not failed:
             return None
-        rpc_ms = 5 + self.rng.randrange(300)  # the broker refuses the connection, or resets it
-        if behaviour.fallback_fails and self.rng.random() < behaviour.fallback_fails:
-            return "LOCAL", rpc_ms + 5 + self.rng.randrange(300)
+        # the broker refuses the connection, or resets it
+        rpc_ms = 5 + keyed.below(key + _P_RPC_MS, 300)
+        fails = behaviour.fallback_fails
+        if fails and keyed.uniform(key + _P_FALLBACK_FAILS) < fails:
+            return "LOCAL", rpc_ms + 5 + keyed.below(key + _P_FALLBACK_MS, 300)
         return "FALLBACK", rpc_ms
 
     def redeliver_after_drop(self, engine: Engine, request: Request, success: bool) -> int | None:
@@ -2012,45 +2181,75 @@ class RandomTraffic:
             for copy in request.copies
         ):
             return None
-        if self.rng.random() >= share:
+        if keyed.uniform(request.key + _P_DROP) >= share:
             return None
-        return 1000 + self.rng.randrange(59_000)
+        return 1000 + keyed.below(request.key + _P_DROP_AFTER, 59_000)
 
+    # the broker's own copies and dead letters ------------------------------------------------
     def offset_step(self, engine: Engine) -> int:
-        return 180 + self.rng.randrange(400)
+        return 180 + self.broker_rng.randrange(400)
 
     def dlq_copy_choices(self, engine: Engine) -> tuple[int, bool]:
-        offset_step = 180 + self.rng.randrange(400)
-        return offset_step, self.rng.random() < 0.5
+        rng = self.broker_rng
+        offset_step = 180 + rng.randrange(400)
+        return offset_step, rng.random() < 0.5
 
     def on_dead_letter(self, engine: Engine, lifecycle: Lifecycle) -> None:
-        rng = self.rng
+        below = keyed.below
+        key = lifecycle.key
         entered = lifecycle.dlq_entered_ms
         assert entered is not None
         for index in self.dlq_subscribers[lifecycle.index]:
             # the recovery consumer pulls the stored copy 1-10 minutes later
             recovery = engine.subscribe_dead_letter(index, lifecycle)
-            engine.deliver_at(entered + MINUTE_MS + rng.randrange(9 * MINUTE_MS), recovery)
+            self._key(recovery)
+            after = MINUTE_MS + below(recovery.key + _P_RECOVERY, 9 * MINUTE_MS)
+            engine.deliver_at(entered + after, recovery)
         share = engine.behaviours[lifecycle.index].resend
         only_subscriber = self.subscribers.get(lifecycle.message.topic) == [lifecycle.index]
-        if share and only_subscriber and not lifecycle.resent and rng.random() < share:
+        if (
+            share
+            and only_subscriber
+            and not lifecycle.resent
+            and keyed.uniform(key + _P_RESEND) < share
+        ):
             lifecycle.poisoned = False  # the bug was fixed before the re-send
             engine.resend(
-                entered + 20 * MINUTE_MS + rng.randrange(20 * MINUTE_MS),
+                entered + 20 * MINUTE_MS + below(key + _P_RESEND_AT, 20 * MINUTE_MS),
                 lifecycle,
-                offset_step=180 + rng.randrange(400),
-                deliver_after=5 + rng.randrange(200),
+                offset_step=180 + below(key + _P_RESEND_STEP, 400),
+                deliver_after=5 + below(key + _P_RESEND_AFTER, 200),
             )
+            # the re-sent message starts again at attempt index 0, with draws of its own
+            lifecycle.key = keyed.mix64(key + _P_RESENT_EPOCH)
+            lifecycle.top_attempt, lifecycle.repeats = -1, 0
 
-    def trace_lost(self, engine: Engine) -> bool:
-        return bool(self.config.lost_share) and self.rng.random() < self.config.lost_share
+    # the trace's landing ---------------------------------------------------------------------
+    def _landing(self, client: str) -> random.Random:
+        """``client``'s landing stream: its trace messages, in their order, are lost, stored,
+        late, duplicated or cut short by draws that no other client's traffic moves."""
+        rng = self.landing_rngs.get(client)
+        if rng is None:
+            rng = random.Random(keyed.key_of(self.seed_key, "landing", client))
+            self.landing_rngs[client] = rng
+        return rng
 
-    def store_delay(self, engine: Engine) -> int:
-        return 2 + self.rng.randrange(15)
+    def trace_lost(self, engine: Engine, client: str) -> bool:
+        share = self.config.lost_share
+        if not share:
+            return False
+        rng = self.landing_rngs.get(client) or self._landing(client)
+        return rng.random() < share
 
-    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+    def store_delay(self, engine: Engine, client: str) -> int:
+        rng = self.landing_rngs.get(client) or self._landing(client)
+        return 2 + rng.randrange(15)
+
+    def land(
+        self, engine: Engine, client: str, store_ms: int, trace_id: str, keys: str, body: str
+    ) -> None:
         config = self.config
-        rng = self.rng
+        rng = self.landing_rngs.get(client) or self._landing(client)
         line = tf.landing_line(
             trace_msg_id=trace_id,
             store_timestamp=store_ms,
@@ -2179,12 +2378,19 @@ def generate(
     A seed's 5.x gRPC rows (client_line grpc-5 or cloud-5) are not the 4.x engine's: with
     ``config.grpc5_messages`` the `grpc5` module simulates the groups it knows, as it defines
     them (their true behaviour, whatever their rows say), and its rows replace theirs in the
-    written seed; a gRPC group it does not know gets no traffic. The written seed lists each
-    group once: the remoting groups, then the gRPC rows. A remoting row named like one of the 5.x
-    groups is a `ConfigError` when they are simulated.
+    written seed; a gRPC group it does not know gets no traffic. With
+    ``config.grpc5_settings_from_seeds`` (which needs ``seeds_dir``), a known group with a row
+    takes its retry settings from it (`grpc5.groups_from_seed_rows`), and the written row keeps
+    those cells. The written seed lists each group once: the remoting groups, then the gRPC
+    rows. A remoting row named like one of the 5.x groups is a `ConfigError` when they are
+    simulated.
     """
+    if config.grpc5_settings_from_seeds and seeds_dir is None:
+        raise UsageError("the 5.x groups' settings from the seeds need a seeds folder (--seeds)")
     grpc_rows: list[list[str]] = []
     if seeds_dir is not None:
+        if config.grpc5_settings_from_seeds:
+            check_consumer_groups(seeds_dir / "consumer_groups.csv")  # the rows it will run
         groups, grpc_rows = read_seed_groups(seeds_dir / "consumer_groups.csv")
         if config.grpc5_messages > 0:
             names = {group.name for group in grpc5.GRPC5_GROUPS}
@@ -2246,6 +2452,7 @@ def generate(
                 compression=config.compression,
                 redelivered_groups=engine.redelivered_groups,
                 writer=writer,
+                settings_from_seeds=config.grpc5_settings_from_seeds,
             )
             stats.grpc5 = result.stats
             written["true_schedules"] = result.true_schedules
@@ -2289,6 +2496,8 @@ def _config_json(config: GeneratorConfig) -> dict[str, object]:
     values["dlq_unexported_groups"] = list(config.dlq_unexported_groups)
     if not config.grpc5_messages:
         del values["grpc5_messages"]
+    if not config.grpc5_settings_from_seeds:
+        del values["grpc5_settings_from_seeds"]
     if config.offline_groups:
         values["offline_groups"] = [list(pair) for pair in config.offline_groups]
     else:

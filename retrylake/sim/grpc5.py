@@ -17,7 +17,16 @@ Files are hourly by the time a record lands. Nothing lands after the watermark t
 (the 4.x trace's latest store time): the run ended there, and lifecycles still open are judged
 at it. The groups (`GRPC5_GROUPS`) follow the retry rules of spec §8 and seed 002, each with the
 failures of its `Behaviour5`; two of them really run another schedule than their seed row says.
-Every choice is drawn from one seeded stream: a seed gives byte-identical output.
+Their retry settings (retry_max_times, group_retry_policy, dead_letter_enabled) are the ones
+defined here, or a seed's (`groups_from_seed_rows`, `retrylake generate
+--grpc5-settings-from-seeds`).
+
+The publications are drawn first, from one seeded stream; what a listener does with each
+delivery (its result, time, instance, and the redelivery's lag) is a keyed draw (`keyed`) of
+(seed, purpose, group, message, attempt), so that runs with the same seed and other retry
+settings publish the same messages and see the same result at the same attempt of each; the
+landing (spans, events, log lines and their faults) is drawn from the stream afterwards. A seed
+gives byte-identical output.
 
 Ground truth: one row per (group, msg_id) lifecycle with a delivery that ended by the watermark,
 appended to ground_truth.jsonl after the 4.x rows (see `_truth_row`).
@@ -34,12 +43,14 @@ import itertools
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrylake.config_check import GROUP_COLUMNS
+from retrylake.errors import ConfigError
 from retrylake.project import project_vars, retry_overdue_grace_ms
+from retrylake.sim import keyed
 from retrylake.sim import trace_format as tf
 from retrylake.sim.output import Writer, compact_json
 from retrylake.sim.rules import DEFAULT_CLUSTER_NAME, Group
@@ -155,6 +166,9 @@ REMOTING_ONLY_COLUMNS = (
     "delay_level_when_next_consume",
     "consume_timeout_minutes",
 )
+# The columns of a 5.x group's seed row it takes its retry settings from, when asked to
+# (`groups_from_seed_rows`); the others stay as `GRPC5_GROUPS` defines them.
+SEED_SETTINGS = ("retry_max_times", "group_retry_policy", "dead_letter_enabled")
 
 
 @dataclass(frozen=True)
@@ -356,12 +370,47 @@ def seed_rows(groups: Iterable[Group] = GRPC5_GROUPS) -> list[list[object]]:
     return rows
 
 
-def add_seed_rows(seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS) -> list[str]:
+def read_seed_rows(seeds: Path) -> list[list[str]]:
+    """The rows of seeds/consumer_groups.csv (written in `GROUP_COLUMNS` order), header left out."""
+    with (seeds / "consumer_groups.csv").open(newline="", encoding="utf-8") as handle:
+        return [row for row in list(csv.reader(handle))[1:] if row]
+
+
+def groups_from_seed_rows(rows: Iterable[Sequence[str]]) -> tuple[Group, ...]:
+    """`GRPC5_GROUPS`, each with the retry settings (`SEED_SETTINGS`: retry_max_times,
+    group_retry_policy, dead_letter_enabled) of the row of its name among ``rows`` (in
+    `GROUP_COLUMNS` order; an empty cell is RocketMQ's default, as in the models). A group
+    without a row keeps its own. Everything else stays as defined here (kind, mode, line, the
+    failures of its `Behaviour5`), and a mislabeled group still runs its true schedule over
+    its row (`true_group`)."""
+    by_name = {row[0]: dict(zip(GROUP_COLUMNS, row, strict=False)) for row in rows if row}
+    groups = []
+    for group in GRPC5_GROUPS:
+        row = by_name.get(group.name)
+        if row is None:
+            groups.append(group)
+            continue
+        cells = {column: row.get(column) or "" for column in SEED_SETTINGS}
+        try:
+            parse_retry_policy(cells["group_retry_policy"])
+            seeded = Group.from_seed_row({"consumer_group": group.name, **cells})
+        except ValueError as error:  # JSONDecodeError too; check_consumer_groups says more
+            raise ConfigError(f"consumer_groups.csv, {group.name}: {error}") from None
+        changes = {column: getattr(seeded, column) for column in SEED_SETTINGS}
+        groups.append(dataclasses.replace(group, **changes))
+    return tuple(groups)
+
+
+def add_seed_rows(
+    seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS, keep: Sequence[str] = ()
+) -> list[str]:
     """Put the groups' rows in seeds/consumer_groups.csv (written in `GROUP_COLUMNS` order): a
-    row of the same name is replaced where it stands, the others are appended. Returns the names
-    whose row was there and said something else (the simulation ran them as defined here)."""
+    row of the same name is replaced where it stands, but for its cells of the ``keep`` columns
+    (the settings the simulation took from it); the others are appended. Returns the names whose
+    row was there and said something else (the simulation ran them as defined here)."""
     path = seeds / "consumer_groups.csv"
     ours = {str(row[0]): [str(value) for value in row] for row in seed_rows(groups)}
+    kept_columns = [GROUP_COLUMNS.index(column) for column in keep]
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     kept = [rows[0]]
@@ -371,9 +420,12 @@ def add_seed_rows(seeds: Path, groups: Iterable[Group] = GRPC5_GROUPS) -> list[s
             continue
         name = row[0]
         if name in ours:
-            if row != ours[name]:
+            mine = ours.pop(name)
+            for index in kept_columns:
+                mine[index] = row[index] if index < len(row) else ""
+            if row != mine:
                 replaced.append(name)
-            row = ours.pop(name)
+            row = mine
         kept.append(row)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -445,6 +497,7 @@ class Message5:
     message_group: str | None
     poisoned: bool
     oom: bool = False  # its failures kill the instance (`OOM_RECORD_LOST_SHARE`)
+    key: int = 0  # its lifecycle's draw key (`_Simulation._attempt_key`)
 
 
 @dataclass
@@ -542,6 +595,26 @@ def _nanos(ms: int, extra: int) -> str:
     return str(ms * 1_000_000 + extra)
 
 
+# The purposes of the keyed draws of one attempt (`keyed.purpose`)
+_P_FAILS = keyed.purpose("5.x fails")
+_P_SLOW = keyed.purpose("5.x slow")
+_P_TOOK = keyed.purpose("5.x listener time")
+_P_EXCEPTION = keyed.purpose("5.x exception")
+_P_ERROR_CLASS = keyed.purpose("5.x error class")
+_P_SPAN = keyed.purpose("5.x span id")
+_P_OOM_LOST = keyed.purpose("5.x records lost")
+_P_INSTANCE = keyed.purpose("5.x instance")
+_P_LATENCY = keyed.purpose("5.x latency")
+_P_FORWARD = keyed.purpose("5.x fifo forward")
+_P_LOCAL_RETRY = keyed.purpose("5.x fifo local retry")
+_P_RECEIVED = keyed.purpose("5.x simple receive")
+_P_TIMEOUT = keyed.purpose("5.x simple timeout")
+_P_TIMEOUT_END = keyed.purpose("5.x simple timeout end")
+_P_CHANGE = keyed.purpose("5.x simple change invisible")
+_P_FIRST = keyed.purpose("5.x first delivery")
+_P_BLOCKED = keyed.purpose("5.x fifo blocked")
+
+
 class _Simulation:
     def __init__(
         self,
@@ -554,17 +627,21 @@ class _Simulation:
         watermark_ms: int,
         compression: str,
         writer: Writer | None = None,
+        groups: Iterable[Group] = GRPC5_GROUPS,
     ) -> None:
         self.out = out
         self.messages = messages
+        # the publications, then the landing (see the module's docstring)
         self.rng = random.Random(seed * 7919 + 5)
+        self.seed_key = keyed.key_of("retrylake 5.x traffic", seed)
         self.start_ms = start_ms
         self.end_ms = end_ms
         self.watermark = watermark_ms
         self.grace_ms = retry_overdue_grace_ms()
         self.files = _Files(out, compression, writer or Writer())
         self.counter = 0
-        self.groups = {group.name: group for group in GRPC5_GROUPS}
+        self.groups = {group.name: group for group in groups}
+        self.group_keys = {name: keyed.key_of(self.seed_key, name) for name in self.groups}
         self.real = {
             name: true_group(group, BEHAVIOURS5[name]) for name, group in self.groups.items()
         }
@@ -670,6 +747,7 @@ class _Simulation:
         )
         oom = poisoned and behaviour.oom > 0 and rng.random() < behaviour.oom
         return Message5(
+            key=keyed.derive(self.group_keys[name], self.counter),
             group=self.groups[name],
             behaviour=behaviour,
             msg_id=msg_id,
@@ -685,33 +763,49 @@ class _Simulation:
         )
 
     # lifecycles ---------------------------------------------------------------------------------
-    def _outcome(self, message: Message5, attempt: int) -> tuple[str, str | None, int]:
-        """The result of one listener call, its error class and how long it took."""
-        rng = self.rng
-        behaviour = message.behaviour
-        failed = message.poisoned or rng.random() < behaviour.transient * 0.6 ** (attempt - 1)
-        if not failed:
-            if rng.random() < behaviour.slow:
-                return "SUCCESS", None, 8 * SECOND + rng.randrange(82 * SECOND)
-            return "SUCCESS", None, 10 + rng.randrange(240)
-        if rng.random() < behaviour.exception:
-            return "EXCEPTION", rng.choice(behaviour.exceptions), 3 + rng.randrange(120)
-        return "FAILURE", None, 10 + rng.randrange(200)
+    @staticmethod
+    def _attempt_key(message: Message5, attempt: int) -> int:
+        """The draw key of ``message``'s delivery attempt ``attempt`` (from 1; 0 keys what comes
+        before the first): a run with other retry settings draws the same for it."""
+        return message.key + attempt * keyed.SLOT
 
-    def _latency(self) -> int:
+    def _outcome(self, message: Message5, key: int, attempt: int) -> tuple[str, str | None, int]:
+        """The result of one listener call, its error class and how long it took."""
+        uniform, below = keyed.uniform, keyed.below
+        behaviour = message.behaviour
+        failed = message.poisoned or (
+            uniform(key + _P_FAILS) < behaviour.transient * 0.6 ** (attempt - 1)
+        )
+        if not failed:
+            if uniform(key + _P_SLOW) < behaviour.slow:
+                return "SUCCESS", None, 8 * SECOND + below(key + _P_TOOK, 82 * SECOND)
+            return "SUCCESS", None, 10 + below(key + _P_TOOK, 240)
+        if uniform(key + _P_EXCEPTION) < behaviour.exception:
+            exceptions = behaviour.exceptions
+            error_class = exceptions[below(key + _P_ERROR_CLASS, len(exceptions))]
+            return "EXCEPTION", error_class, 3 + below(key + _P_TOOK, 120)
+        return "FAILURE", None, 10 + below(key + _P_TOOK, 200)
+
+    @staticmethod
+    def _latency(key: int) -> int:
         """Revive, pop and the client's cache: a redelivery reaches the listener this late."""
-        return 50 + self.rng.randrange(1451)
+        return 50 + keyed.below(key + _P_LATENCY, 1451)
+
+    def _instance(self, group: str, key: int) -> Instance:
+        instances = self.instances[group]
+        return instances[keyed.below(key + _P_INSTANCE, len(instances))]
 
     def _deliver(
-        self, lifecycle: Lifecycle5, attempt: int, start: int, instance: Instance
+        self, lifecycle: Lifecycle5, attempt: int, key: int, start: int, instance: Instance
     ) -> Delivery5:
-        result, error_class, took = self._outcome(lifecycle.message, attempt)
+        result, error_class, took = self._outcome(lifecycle.message, key, attempt)
+        span_id = f"{keyed.mix64(key + _P_SPAN) | 1:016x}"
         delivery = Delivery5(
-            lifecycle, attempt, start, start + took, result, error_class, instance, self._hex(64)
+            lifecycle, attempt, start, start + took, result, error_class, instance, span_id
         )
         if lifecycle.message.oom:
             delivery.result, delivery.error_class = "EXCEPTION", OOM_ERROR
-            delivery.records_lost = self.rng.random() < OOM_RECORD_LOST_SHARE
+            delivery.records_lost = keyed.uniform(key + _P_OOM_LOST) < OOM_RECORD_LOST_SHARE
         lifecycle.deliveries.append(delivery)
         return delivery
 
@@ -723,13 +817,13 @@ class _Simulation:
         limit = max_attempts(group)
         attempt = 1
         while start <= self.watermark:
-            delivery = self._deliver(
-                lifecycle, attempt, start, self.rng.choice(self.instances[group.name])
-            )
+            key = self._attempt_key(message, attempt)
+            instance = self._instance(group.name, key)
+            delivery = self._deliver(lifecycle, attempt, key, start, instance)
             if delivery.result == "SUCCESS":
                 self._decide(lifecycle, "CONSUMED", delivery.end)
                 return
-            due = delivery.end + retry_delay_ms(real, attempt) + self._latency()
+            due = delivery.end + retry_delay_ms(real, attempt) + self._latency(key)
             if attempt >= limit:
                 self._forward(lifecycle, due, reconsume_times=attempt + 1)
                 return
@@ -745,44 +839,49 @@ class _Simulation:
         limit = max_attempts(group)
         attempt = 1
         while start <= self.watermark:
-            delivery = self._deliver(lifecycle, attempt, start, instance)
+            key = self._attempt_key(message, attempt)
+            delivery = self._deliver(lifecycle, attempt, key, start, instance)
             if delivery.result == "SUCCESS":
                 self._decide(lifecycle, "CONSUMED", delivery.end)
                 return
             if attempt >= limit:
-                self._forward(lifecycle, delivery.end + 5 + self.rng.randrange(196), 1)
+                forwarded = delivery.end + 5 + keyed.below(key + _P_FORWARD, 196)
+                self._forward(lifecycle, forwarded, 1)
                 return
-            start = delivery.end + retry_delay_ms(real, attempt) + self.rng.randrange(51)
+            retry_ms = retry_delay_ms(real, attempt) + keyed.below(key + _P_LOCAL_RETRY, 51)
+            start = delivery.end + retry_ms
             attempt += 1
 
     def _run_simple(self, lifecycle: Lifecycle5, received: int) -> None:
         """A SimpleConsumer: receive with a 30 s invisible duration, ack on success; a failure
         waits until the message is visible again (or changes the invisible duration to 5 s); a
         listener that runs past the invisible duration sees the message received again."""
-        rng = self.rng
+        uniform, below = keyed.uniform, keyed.below
         message = lifecycle.message
         group = message.group
         behaviour = message.behaviour
         limit = max_attempts(group)
         attempt = 1
         while received <= self.watermark:
-            start = received + rng.randrange(21)
-            instance = rng.choice(self.instances[group.name])
-            delivery = self._deliver(lifecycle, attempt, start, instance)
+            key = self._attempt_key(message, attempt)
+            start = received + below(key + _P_RECEIVED, 21)
+            instance = self._instance(group.name, key)
+            delivery = self._deliver(lifecycle, attempt, key, start, instance)
             delivery.received_at = received
             delivery.invisible_ms = INVISIBLE_MS
-            if rng.random() < behaviour.timeout and not message.oom:
+            if uniform(key + _P_TIMEOUT) < behaviour.timeout and not message.oom:
                 # stuck past its invisible duration: it fails in the end, while the message is
                 # received again once it is visible
                 delivery.result, delivery.error_class = "FAILURE", None
-                delivery.end = received + INVISIBLE_MS + SECOND + rng.randrange(40 * SECOND)
+                stuck = SECOND + below(key + _P_TIMEOUT_END, 40 * SECOND)
+                delivery.end = received + INVISIBLE_MS + stuck
             elif delivery.result == "SUCCESS":
                 self._decide(lifecycle, "CONSUMED", delivery.end)
                 return
-            elif rng.random() < behaviour.change_invisible:
+            elif uniform(key + _P_CHANGE) < behaviour.change_invisible:
                 delivery.invisible_ms = CHANGED_INVISIBLE_MS
                 delivery.invisible_changed_at = delivery.end
-            due = delivery.visible_at + self._latency()
+            due = delivery.visible_at + self._latency(key)
             if attempt >= limit:
                 self._forward(lifecycle, due, reconsume_times=attempt + 1)
                 return
@@ -803,28 +902,30 @@ class _Simulation:
         self.stats["dlq_forwards"] += 1
 
     def simulate(self) -> None:
-        rng = self.rng
+        below = keyed.below
         # a FIFO message group is blocked until its earlier message is done
         free_at: dict[tuple[str, str], int | None] = {}
         for message in self._publish():
             lifecycle = Lifecycle5(message)
             group = message.group
+            first = self._attempt_key(message, 0)  # what comes before the first attempt
             if group.consumer_kind == "SIMPLE":
-                self._run_simple(lifecycle, message.published_ms + self._latency())
+                self._run_simple(lifecycle, message.published_ms + self._latency(first))
             elif group.consume_mode == "ORDERLY":
                 assert message.message_group is not None
-                key = (group.name, message.message_group)
-                start = message.published_ms + 20 + rng.randrange(281)
-                blocked = free_at.get(key, 0)  # None: the earlier message never finishes
+                blocking = (group.name, message.message_group)
+                start = message.published_ms + 20 + below(first + _P_FIRST, 281)
+                blocked = free_at.get(blocking, 0)  # None: the earlier message never finishes
                 if blocked is not None and blocked >= start:
-                    start = blocked + 1 + rng.randrange(20)
+                    start = blocked + 1 + below(first + _P_BLOCKED, 20)
                 instances = self.instances[group.name]
                 number = int(message.message_group.rsplit("-", 1)[1])
                 if blocked is not None and start <= self.watermark:
                     self._run_fifo(lifecycle, start, instances[number % len(instances)])
-                free_at[key] = lifecycle.terminal_ms
+                free_at[blocking] = lifecycle.terminal_ms
             else:
-                self._run_push(lifecycle, message.published_ms + 20 + rng.randrange(281))
+                start = message.published_ms + 20 + below(first + _P_FIRST, 281)
+                self._run_push(lifecycle, start)
             self.lifecycles.append(lifecycle)
 
     # the landing --------------------------------------------------------------------------------
@@ -1344,10 +1445,15 @@ def generate_grpc5(
     compression: str = "mixed",
     redelivered_groups: Iterable[str] | None = None,
     writer: Writer | None = None,
+    settings_from_seeds: bool = False,
 ) -> Grpc5Result:
     """Simulate ``messages`` publications to the 5.x groups between ``start_ms`` and ``end_ms``
     and write their landing feeds under ``out``, nothing after ``watermark_ms``; add the
     groups to out/seeds/consumer_groups.csv and their lifecycles to out/ground_truth.jsonl.
+
+    ``settings_from_seeds``: the groups listed in out/seeds/consumer_groups.csv take their retry
+    settings from their rows there (`groups_from_seed_rows`), which keep those cells; otherwise
+    they run as `GRPC5_GROUPS` defines them, and their rows are replaced by those.
 
     Returns the counters and the schedule each group with redeliveries really follows (the 4.x
     groups of the ground truth already written, and every 5.x group). ``redelivered_groups``:
@@ -1357,6 +1463,9 @@ def generate_grpc5(
         redelivered_groups = _groups_with_redeliveries(out)
     schedules = dict.fromkeys(sorted(redelivered_groups), CONFIGURED)
     schedules.update((group.name, BEHAVIOURS5[group.name].schedule) for group in GRPC5_GROUPS)
+    groups = GRPC5_GROUPS
+    if settings_from_seeds:
+        groups = groups_from_seed_rows(read_seed_rows(out / "seeds"))
     simulation = _Simulation(
         out,
         messages=messages,
@@ -1366,6 +1475,7 @@ def generate_grpc5(
         watermark_ms=watermark_ms,
         compression=compression,
         writer=writer or Writer(),
+        groups=groups,
     )
     if messages > 0:
         simulation.simulate()
@@ -1376,7 +1486,9 @@ def generate_grpc5(
         if writer is None:
             simulation.files.writer.finish()
     states = simulation.write_truth()
-    replaced = add_seed_rows(out / "seeds")
+    replaced = add_seed_rows(
+        out / "seeds", groups, keep=SEED_SETTINGS if settings_from_seeds else ()
+    )
     stats: dict[str, object] = dict(simulation.stats)
     stats["watermark_ms"] = watermark_ms
     stats["dlq_evidence"] = dict(sorted(simulation.dlq_evidence.items()))

@@ -21,6 +21,7 @@ from retrylake.sim.engine import (
     HOUR_MS,
     STORE_HOST,
     Behaviour,
+    Copy,
     Engine,
     Lifecycle,
     Published,
@@ -80,7 +81,9 @@ class ScriptedTraffic:
     def consumer_started_ms(self, engine: Engine, index: int) -> int | None:
         return None  # no expiry cleaner: a slow success is only labelled TIME_OUT
 
-    def redelivery_lag(self, engine: Engine, decision: Decision) -> int:
+    def redelivery_lag(
+        self, engine: Engine, decision: Decision, lifecycle: Lifecycle, copy: Copy
+    ) -> int:
         return PULL_LAG_MS
 
     def listener_delay_level(self, engine: Engine, request: Request) -> int | None:
@@ -90,7 +93,7 @@ class ScriptedTraffic:
         return None  # one message per request
 
     def send_back_failure(
-        self, engine: Engine, at: int, lifecycle: Lifecycle
+        self, engine: Engine, at: int, lifecycle: Lifecycle, copy: Copy
     ) -> tuple[str, int] | None:
         return None  # every send-back reaches the broker
 
@@ -106,13 +109,15 @@ class ScriptedTraffic:
     def on_dead_letter(self, engine: Engine, lifecycle: Lifecycle) -> None:
         pass  # no recovery consumer and no re-send in the sample
 
-    def trace_lost(self, engine: Engine) -> bool:
+    def trace_lost(self, engine: Engine, client: str) -> bool:
         return False
 
-    def store_delay(self, engine: Engine) -> int:
+    def store_delay(self, engine: Engine, client: str) -> int:
         return STORE_DELAY_MS
 
-    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+    def land(
+        self, engine: Engine, client: str, store_ms: int, trace_id: str, keys: str, body: str
+    ) -> None:
         index = self.sent
         self.sent += 1
         if index in BAD_RECORDS:

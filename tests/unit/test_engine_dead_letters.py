@@ -108,7 +108,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[GeneratorConfig, Stat
     config = GeneratorConfig(
         out=tmp_path_factory.mktemp("dead-letters"),
         messages=4000,
-        seed=7,
+        seed=8,
         client_versions=("4.9", "4.8", "4.9.1"),
         dlq_export=True,
     )

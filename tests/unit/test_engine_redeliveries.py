@@ -17,6 +17,7 @@ import pytest
 from retrylake.sim import trace_format as tf
 from retrylake.sim.engine import (
     Behaviour,
+    Copy,
     Engine,
     GeneratorConfig,
     Lifecycle,
@@ -427,11 +428,13 @@ class _Broker(ScriptedTraffic):
         self.failure = failure
 
     def send_back_failure(
-        self, engine: Engine, at: int, lifecycle: Lifecycle
+        self, engine: Engine, at: int, lifecycle: Lifecycle, copy: Copy
     ) -> tuple[str, int] | None:
         return {"FALLBACK": ("FALLBACK", 100), "LOCAL": ("LOCAL", 150)}.get(self.failure or "")
 
-    def land(self, engine: Engine, store_ms: int, trace_id: str, keys: str, body: str) -> None:
+    def land(
+        self, engine: Engine, client: str, store_ms: int, trace_id: str, keys: str, body: str
+    ) -> None:
         line = tf.landing_line(
             trace_msg_id=trace_id, store_timestamp=store_ms, store_host="h:1", body=body
         )

@@ -52,6 +52,8 @@ def tree_digest(root: Path) -> str:
 
 # Runs and the digests of what the generator wrote for them before it was made faster (commit
 # a0e5177). A change that means to alter the output must update these; any other must not.
+# Updated when the 4.x traffic's publications got a stream of their own and its consumers'
+# draws, then the 5.x listeners', were keyed by group, message and attempt (issue 16).
 RUNS = {
     "mixed": (
         dict(
@@ -61,11 +63,11 @@ RUNS = {
             dlq_export=True,
             client_versions=("4.9", "4.8", "old"),
         ),
-        "a602bb1dbf2c2f0a18670e871f244b8d886bcb7689a973fa655ceb28faac48b2",
+        "920b5657f75a3440d9a0f15faf76d89c6eba8ae2f827c945dad924e01f78aece",
     ),
     "gzip": (
         dict(messages=300, seed=8, hours=2.0, compression="gzip", client_versions=("4.7", "4.9.1")),
-        "6c71706f4bfff96099afff026ff3c9b8f03374f385e804a4161122dc20d7b14c",
+        "50ee8e6534f656227ea94e1facb8ac5417ee789e44627e6a28e6efbb5e8e53d1",
     ),
 }
 
