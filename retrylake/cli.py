@@ -140,6 +140,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_location_args(whatif)
     whatif.add_argument("--scenario", nargs="+", help="print only these scenarios")
     whatif.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    whatif.add_argument(
+        "--write-seeds",
+        nargs=2,
+        metavar=("SCENARIO", "DIR"),
+        help="build nothing: write the seeds with SCENARIO's settings applied to DIR (for "
+        "retrylake generate --seeds, or to review before changing production)",
+    )
     _add_spark_args(whatif)
 
     query = commands.add_parser(
@@ -312,6 +319,13 @@ def _dbt(args: argparse.Namespace) -> None:
 def _whatif(args: argparse.Namespace) -> None:
     from retrylake.commands import whatif
 
+    if args.write_seeds:
+        from retrylake.scenarios import write_scenario_seeds
+
+        scenario, out = args.write_seeds
+        write_scenario_seeds(_project_dir(args) / "seeds", scenario, Path(out))
+        print(f"wrote the seeds with scenario {scenario!r} applied to {out}")
+        return
     print(
         whatif(
             _project_dir(args),

@@ -34,7 +34,9 @@ def build(
     if select:
         command += ["--select", *select]
     if exclude:
-        command += ["--exclude", *exclude]
+        # dbt leaves the default selector (selectors.yml: no what-if) out when --exclude is
+        # given, so a build of everything but something leaves the what-if out itself
+        command += ["--exclude", *exclude, *([] if select else ["tag:whatif"])]
     with lakehouse.lock():
         last_build = LastBuild(lakehouse)
         # A full refresh leaves the marts an incremental build would (docs/incremental.md), so

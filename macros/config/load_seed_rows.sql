@@ -1,3 +1,5 @@
+-- noqa: disable=LT02
+-- (the jinja templater renders these macros' bodies as loose text; dbt never emits this line)
 {#- How a seed's rows are inserted. dbt-spark's own macro binds every cell as a quoted string, so
     its session connection writes an empty cell of a string column as the text 'None' (an empty
     group_retry_policy became 'None' in consumer_groups). Here each cell is an SQL literal, and
@@ -27,19 +29,15 @@
             {%- do statements.append(sql) -%}
         {%- endif -%}
     {%- endfor -%}
-    {{ return(statements[0] if statements else '') }}
+    {%- do return(statements[0] if statements else '') -%}
 {% endmacro %}
 
 {#- One seed cell as an SQL literal: null when empty, a number or boolean as itself, anything
     else as a quoted string. -#}
-{% macro seed_cell_literal(value) -%}
-    {%- if value is none -%}
-        null
-    {%- elif value is sameas true or value is sameas false -%}
-        {{ 'true' if value else 'false' }}
-    {%- elif value is number -%}
-        {{ value }}
-    {%- else -%}
-        {{ sql_string(value | string) }}
-    {%- endif -%}
+{%- macro seed_cell_literal(value) -%}
+    {%- set is_boolean = value is sameas true or value is sameas false -%}
+    {{- 'null' if value is none
+        else ('true' if value else 'false') if is_boolean
+        else value | string if value is number
+        else sql_string(value | string) -}}
 {%- endmacro %}

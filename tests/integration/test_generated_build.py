@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ def generated(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFact
         dlq_export=True,
         lost_share=0.01,  # enough lost trace messages to hide some dead letters' deliveries
         grpc5_messages=2_000,  # the 5.x gRPC groups: spans, listener events, broker DLQ lines
+        grpc5_settings_from_seeds=True,  # as the what-if check's runs under other settings
     )
     stats = generate(config, seeds_dir=PROJECT_DIR / "seeds")
     # with every data test; the dbt unit tests run with the sample build
@@ -620,3 +622,73 @@ def test_schedule_fit_names_the_schedule_really_used(spark, generated):
         if schedule != true_schedules.get(group)
     }
     assert wrong == {}
+
+
+def _per_group(truth_rows) -> dict[str, list[int]]:
+    """Dead letters (entered the DLQ, re-sent or not) and deliveries per group."""
+    counts: dict[str, list[int]] = {}
+    for row in truth_rows:
+        group = counts.setdefault(row["consumer_group"], [0, 0])
+        group[0] += bool(row["in_dlq"])
+        group[1] += row["deliveries"]
+    return counts
+
+
+def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_path):
+    """Issue 16's check: the same traffic (same seed and options) generated under each shipped
+    scenario's settings is run B; the what-if of this build (run A) for that scenario predicts
+    B's dead letters and deliveries per group within 5% or 3, whichever is larger. The
+    prediction is compared after adding what the ledger of A does not see of A's truth (lost
+    trace records, the 5.x agent's missing spans), which other tests check; a recovery group,
+    whose traffic is another group's dead letters, is left out. `inventory-16` raises a max past
+    what A observed: its dead letters are checked, its deliveries are not (docs/whatif.md,
+    "Limits": the replay takes a message never consumed as failing on)."""
+    from retrylake.analyst.query import run_query
+    from retrylake.commands import whatif
+    from retrylake.scenarios import write_scenario_seeds
+
+    config, _ = generated
+    summary = json.loads(whatif(PROJECT_DIR, Lakehouse(lakehouse.root, config.out), output="json"))
+    truth_a = list(read_ground_truth(config.out))
+    recovery_groups = {row["consumer_group"] for row in truth_a if row.get("recovery_of")}
+    counts_a = _per_group(truth_a)
+    columns, found = run_query(
+        Lakehouse(lakehouse.root, config.out),
+        "select * from whatif_group_summary where scenario = 'observed'",
+    )
+    observed = {
+        row[columns.index("consumer_group")]: dict(zip(columns, row, strict=True)) for row in found
+    }
+    scenarios = sorted({row["scenario"] for row in summary})
+    assert scenarios == ["inventory-16", "max-5", "shorter-ladder"]
+    misses = []
+    for scenario in scenarios:
+        seeds = tmp_path / scenario / "seeds"
+        write_scenario_seeds(PROJECT_DIR / "seeds", scenario, seeds)
+        run_b = replace(config, out=tmp_path / scenario / "landing")
+        generate(run_b, seeds_dir=seeds)
+        counts_b = _per_group(read_ground_truth(run_b.out))
+        for row in (r for r in summary if r["scenario"] == scenario):
+            group = row["consumer_group"]
+            if group in recovery_groups:
+                continue
+            unseen_dlq = counts_a[group][0] - observed[group]["observed_dlq"]
+            unseen_deliveries = counts_a[group][1] - observed[group]["observed_deliveries"]
+            checks = [("dlq", row["predicted_dlq"] + unseen_dlq, counts_b[group][0])]
+            if scenario != "inventory-16":
+                checks.append(
+                    (
+                        "deliveries",
+                        row["predicted_deliveries"] + unseen_deliveries,
+                        counts_b[group][1],
+                    )
+                )
+            print(f"{scenario:15} {group:18} " + "  ".join(f"{n} {p} vs {t}" for n, p, t in checks))
+            misses += [
+                (scenario, group, name, predicted, true)
+                for name, predicted, true in checks
+                if abs(predicted - true) > max(3, 0.05 * true)
+            ]
+    changed = [r for r in summary if r["predicted_dlq"] != r["observed_dlq"]]
+    assert changed, "no scenario changed any group's dead letters: nothing was tested"
+    assert misses == []

@@ -191,7 +191,11 @@ def test_the_shipped_whatif_scenarios_pass(tmp_path: Path):
         ("", "b,order-service,x,,,\n", "row 2, max_reconsume_times: 'x' is not a whole number"),
         ("", "b,checkout-push,5,,,\n", "checkout-push' is a grpc-5 group"),
         ("", "b,order-service,,5,,\n", "order-service' is a remoting-4.9 group"),
-        ("", "b,order-service,,,,LATER\n", "replay_model: 'LATER' is not one of ATTEMPT_INDEX, WALL_CLOCK"),
+        (
+            "",
+            "b,order-service,,,,LATER\n",
+            "replay_model: 'LATER' is not one of ATTEMPT_INDEX, WALL_CLOCK",
+        ),
         ("", 'b,notify-exp,,,"{""type"":""X""}",\n', "group_retry_policy: type 'X'"),
     ],
 )

@@ -35,7 +35,8 @@ overridden as (
         scenario_groups.max_reconsume_times as scenario_max_reconsume_times,
         scenario_groups.retry_max_times as scenario_retry_max_times,
         scenario_groups.group_retry_policy as scenario_group_retry_policy,
-        coalesce(scenario_groups.replay_model, 'ATTEMPT_INDEX') as replay_model,
+        -- empty: chosen per group by int_whatif__tries (WALL_CLOCK where it had an outage)
+        scenario_groups.replay_model,
         -- the scenario's string for the group's own cluster, else the table the group used
         if(scenario_ladders.broker_cluster is null, observed.delay_cluster, observed.broker_cluster)
             as scenario_delay_cluster

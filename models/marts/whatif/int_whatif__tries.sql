@@ -94,12 +94,23 @@ observed_tries as (
         lifecycles.msg_id,
         lifecycles.first_reconsume_times,
         lifecycles.first_consume_at,
+        lifecycles.dlq_at,
+        -- a consumption counts only before a DLQ entry (a re-sent dead letter comes again)
         min(
             case
-                when attempts.is_success and attempts.consume_ended_at = lifecycles.consumed_at
+                when
+                    attempts.is_success and attempts.consume_ended_at = lifecycles.consumed_at
+                    and coalesce(lifecycles.consumed_at < lifecycles.dlq_at, true)
                     then attempts.reconsume_times
             end
-        ) - lifecycles.first_reconsume_times as succeeding_try
+        ) - lifecycles.first_reconsume_times as succeeding_try,
+        -- the try whose failure sent it to the DLQ: the last that started before the entry
+        max(
+            case
+                when attempts.consume_started_at <= lifecycles.dlq_at
+                    then attempts.reconsume_times
+            end
+        ) - lifecycles.first_reconsume_times as dead_letter_try
     from lifecycles
     inner join attempts
         on
@@ -109,7 +120,23 @@ observed_tries as (
         lifecycles.consumer_group,
         lifecycles.msg_id,
         lifecycles.first_reconsume_times,
-        lifecycles.first_consume_at
+        lifecycles.first_consume_at,
+        lifecycles.dlq_at,
+        lifecycles.consumed_at
+),
+
+-- The reconsumeTimes whose failure the scenario sends to the DLQ (or drops): a 4.x group's max
+-- (none for an orderly -1), a 5.x group's last attempt.
+cut_offs as (
+    select
+        scenario,
+        consumer_group,
+        if(
+            {{ is_grpc_client_line('client_line') }},
+            max_delivery_attempts - 1,
+            effective_max_reconsume_times
+        ) as cut_off_reconsume_times
+    from settings
 ),
 
 own_failures as (
@@ -122,6 +149,11 @@ own_failures as (
                 observed_tries.succeeding_try is null
                 or failed_attempts.reconsume_times - observed_tries.first_reconsume_times
                 < observed_tries.succeeding_try
+            )
+            and coalesce(
+                failed_attempts.reconsume_times - observed_tries.first_reconsume_times
+                <= observed_tries.dead_letter_try,
+                true
             )
         ) as failures_outside_outages
     from observed_tries
@@ -137,9 +169,11 @@ group_windows as (
 ),
 
 -- The group's replay model in the scenario (an empty cell: WALL_CLOCK for a group with an
--- outage window, else ATTEMPT_INDEX), and how many tries the scenario's cut-off allows: a
--- 4.x group's max (unbounded for an orderly -1, so var whatif_max_tries), a 5.x group's
--- attempts. ATTEMPT_INDEX needs no try after the one that consumed the message.
+-- outage window, else ATTEMPT_INDEX), and how many tries the scenario's cut-off allows (var
+-- whatif_max_tries where there is none). A dead letter the observed settings' rules do not
+-- explain (the listener asked for the DLQ, delayLevelWhenNextConsume -1) ends at the same try
+-- under any settings that do not end it sooner. ATTEMPT_INDEX needs no try after the one that
+-- consumed the message.
 bounded as (
     select
         settings.scenario,
@@ -149,20 +183,30 @@ bounded as (
         ) as replay_model,
         observed_tries.*,
         coalesce(own_failures.failures_outside_outages, 0) as failures_outside_outages,
-        greatest(
-            case
-                when {{ is_grpc_client_line('settings.client_line') }}
-                    then settings.max_delivery_attempts - 1 - observed_tries.first_reconsume_times
-                else coalesce(
-                        settings.effective_max_reconsume_times - observed_tries.first_reconsume_times,
-                        {{ var('whatif_max_tries') }}
-                    )
-            end,
-            0
-        ) as cut_off_try
+        coalesce(
+            greatest(cut_offs.cut_off_reconsume_times - observed_tries.first_reconsume_times, 0),
+            {{ var('whatif_max_tries') }}
+        ) as cut_off_try,
+        case
+            when
+                observed_tries.dead_letter_try
+                < coalesce(
+                    observed_cut_offs.cut_off_reconsume_times - observed_tries.first_reconsume_times,
+                    {{ var('whatif_max_tries') }}
+                )
+                then observed_tries.dead_letter_try
+        end as requested_dead_letter_try
     from observed_tries
     inner join settings
         on observed_tries.consumer_group = settings.consumer_group
+    inner join cut_offs
+        on
+            settings.scenario = cut_offs.scenario
+            and settings.consumer_group = cut_offs.consumer_group
+    inner join cut_offs as observed_cut_offs
+        on
+            observed_cut_offs.scenario = 'observed'
+            and settings.consumer_group = observed_cut_offs.consumer_group
     left join own_failures
         on
             observed_tries.consumer_group = own_failures.consumer_group
@@ -191,7 +235,10 @@ tries as (
 decided as (
     select
         tries.*,
-        {{ failure_decision('tries.reconsume_times', settings='settings.') }} as decision_if_failed,
+        case
+            when tries.try_index = tries.requested_dead_letter_try then 'DLQ'
+            else {{ failure_decision('tries.reconsume_times', settings='settings.') }}
+        end as decision_if_failed,
         {{ failure_policy_delay_ms('tries.reconsume_times', settings='settings.') }}
             as policy_delay_ms,
         settings.delay_cluster,

@@ -66,6 +66,7 @@ replayed as (
             end
         ) as replay_time_to_dlq_ms,
         lifecycles.final_state,
+        lifecycles.dlq_at is not null as entered_dlq,
         lifecycles.deliveries,
         lifecycles.time_to_success_ms,
         unix_millis(lifecycles.dlq_at) - unix_millis(lifecycles.first_consume_at) as time_to_dlq_ms,
@@ -81,6 +82,7 @@ replayed as (
         happened.consumer_group,
         happened.msg_id,
         lifecycles.final_state,
+        lifecycles.dlq_at is not null,
         lifecycles.deliveries,
         lifecycles.time_to_success_ms,
         lifecycles.dlq_at,
@@ -90,6 +92,13 @@ replayed as (
 with_baseline as (
     select
         replayed.*,
+        -- how the observed lifecycle ended, as a replay tells it: a dead letter that was re-sent
+        -- or recovered later still entered the DLQ
+        case
+            when replayed.entered_dlq then 'DLQ'
+            when replayed.final_state in ('CONSUMED', 'DROPPED') then replayed.final_state
+            else 'OPEN'
+        end as observed_ending,
         coalesce(replayed.replay_ending, 'OPEN') as replay_state,
         coalesce(baseline.replay_ending, 'OPEN') as baseline_state,
         baseline.replay_deliveries as baseline_deliveries,
@@ -111,6 +120,9 @@ final as (
         msg_id,
         final_state as observed_state,
         if(replay_state = baseline_state, final_state, replay_state) as predicted_state,
+        entered_dlq as observed_entered_dlq,
+        if(replay_state = baseline_state, entered_dlq, replay_state = 'DLQ')
+            as predicted_entered_dlq,
         deliveries as observed_deliveries,
         deliveries + replay_deliveries - baseline_deliveries as predicted_deliveries,
         time_to_success_ms as observed_time_to_success_ms,
@@ -130,10 +142,7 @@ final as (
         baseline_state as observed_settings_replay_state,
         baseline_deliveries as observed_settings_replay_deliveries,
         -- whether the rules under the observed settings tell the lifecycle as it was observed
-        baseline_state = case
-            when final_state in ('CONSUMED', 'DLQ', 'DROPPED') then final_state
-            else 'OPEN'
-        end as replay_explains_observation,
+        baseline_state = observed_ending as replay_explains_observation,
         first_consume_at
     from with_baseline
 )
