@@ -16,18 +16,19 @@ from html import escape
 from retrylake.analyst.charts import bar_chart, line_chart
 from retrylake.analyst.query import connect
 from retrylake.lakehouse import Lakehouse
+from retrylake.project import project_vars
 
 # Flow control, not sporadic failure: a consumer that returns RECONSUME_LATER while a dependency
 # is down fails most deliveries for a sustained stretch, and fails them whatever the message:
 # nearly every distinct message delivered in that stretch fails. Poison messages fail again and
-# again, but they are few among the messages delivered. Buckets of this many minutes, at least
-# this failure rate, for at least this many consecutive buckets, with at least this share of the
-# distinct messages delivered in the stretch failing.
-FLOW_CONTROL_BUCKET_MINUTES = 5
-FLOW_CONTROL_MIN_FAILURE_RATE = 0.5
-FLOW_CONTROL_MIN_BUCKETS = 3
-FLOW_CONTROL_MIN_FAILING_SHARE = 0.75
-FLOW_CONTROL_MIN_FAILURES_PER_BUCKET = 5
+# again, but they are few among the messages delivered. The numbers are var `outage_window` of
+# dbt_project.yml, which the what-if's outage windows (whatif_failure_windows) use too.
+_OUTAGE_WINDOW = project_vars()["outage_window"]
+FLOW_CONTROL_BUCKET_MINUTES = int(_OUTAGE_WINDOW["bucket_minutes"])
+FLOW_CONTROL_MIN_FAILURE_RATE = float(_OUTAGE_WINDOW["min_failure_rate"])
+FLOW_CONTROL_MIN_BUCKETS = int(_OUTAGE_WINDOW["min_buckets"])
+FLOW_CONTROL_MIN_FAILING_SHARE = float(_OUTAGE_WINDOW["min_failing_share"])
+FLOW_CONTROL_MIN_FAILURES_PER_BUCKET = int(_OUTAGE_WINDOW["min_failures_per_bucket"])
 
 TOP_FAILED = 25
 
@@ -561,6 +562,79 @@ tr.mismatch td { background: #fff6e5; } tr.mismatch td:last-child { font-weight:
 """
 
 
+WHATIF_SQL = """
+select
+    scenario, consumer_group, observed_dlq, predicted_dlq, observed_deliveries,
+    predicted_deliveries, observed_p95_time_to_success_ms, predicted_p95_time_to_success_ms
+from whatif_group_summary
+where scenario <> 'observed'
+order by scenario, consumer_group
+"""
+
+
+def _whatif_section(connection) -> str:
+    """The scenarios of `retrylake whatif` beside what was observed, for the groups a scenario
+    changes; nothing on a lakehouse where the what-if was never built."""
+    if not _columns(connection, "whatif_group_summary"):
+        return ""
+    rows = connection.execute(WHATIF_SQL).fetchall()
+    changed = [row for row in rows if row[2] != row[3] or row[4] != row[5]]
+    groups = sorted({row[1] for row in changed})
+    scenarios = sorted({row[0] for row in rows})
+    if not groups:
+        return (
+            "<h2>What-if</h2><p>No scenario of seeds/whatif_*.csv changes any group's dead "
+            "letters or deliveries.</p>"
+        )
+    by_key = {(row[0], row[1]): row for row in rows}
+    observed = {row[1]: row for row in rows}
+
+    def series(observed_column: int, predicted_column: int) -> dict[str, list[float]]:
+        drawn = {"observed": [observed[group][observed_column] for group in groups]}
+        for scenario in scenarios:
+            drawn[scenario] = [
+                by_key[scenario, group][predicted_column]
+                if (scenario, group) in by_key
+                else observed[group][observed_column]
+                for group in groups
+            ]
+        return drawn
+
+    dlq_chart = bar_chart(
+        "whatif_dlq",
+        "Dead letters per consumer group: observed, and under each what-if scenario",
+        groups,
+        series(2, 3),
+        y_label="dead letters",
+    )
+    deliveries_chart = bar_chart(
+        "whatif_deliveries",
+        "Deliveries per consumer group (broker and consumer load): observed, and under each "
+        "scenario",
+        groups,
+        series(4, 5),
+        y_label="deliveries",
+    )
+    table = _table(
+        ["scenario", "consumer group", "dead letters", "deliveries", "p95 time to success"],
+        [
+            (
+                row[0],
+                row[1],
+                f"{row[2]:,} → {row[3]:,}",
+                f"{row[4]:,} → {row[5]:,} ({row[5] - row[4]:+,})",
+                f"{_seconds(row[6])} → {_seconds(row[7])}",
+            )
+            for row in changed
+        ],
+    )
+    return (
+        "<h2>What-if</h2><p>The observed deliveries replayed under other retry settings "
+        "(seeds/whatif_*.csv, <code>retrylake whatif</code>; docs/whatif.md), for the groups a "
+        "scenario changes.</p>" + dlq_chart + deliveries_chart + table
+    )
+
+
 def render_report(lakehouse: Lakehouse) -> str:
     connection = connect(lakehouse)
     try:
@@ -577,6 +651,7 @@ def render_report(lakehouse: Lakehouse) -> str:
             _time_to_success_section(connection),
             _most_failed_section(connection),
             _flow_control_section(connection),
+            _whatif_section(connection),
         ]
     finally:
         connection.close()

@@ -692,3 +692,12 @@ def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_pa
     changed = [r for r in summary if r["predicted_dlq"] != r["observed_dlq"]]
     assert changed, "no scenario changed any group's dead letters: nothing was tested"
     assert misses == []
+
+    # the report gets a what-if section: two charts drawn with data in headless Chromium
+    page = tmp_path / "report.html"
+    assert main(["report", "--lakehouse", str(lakehouse.root), "--out", str(page)]) == 0
+    dom = _chromium(page, tmp_path / "profile", "--dump-dom").stdout
+    charts = dict(re.findall(r'data-chart="(whatif_\w+)" data-marks="(\d+)"', dom))
+    assert set(charts) == {"whatif_dlq", "whatif_deliveries"}
+    assert all(int(marks) > 0 for marks in charts.values()), charts
+    assert all(row["consumer_group"] in dom for row in changed)

@@ -295,9 +295,10 @@ timed as (
 placed as (
     select
         timed.*,
-        group_overheads.failed_try_ms,
+        -- a group with no failure on record (only in-flight deliveries) takes none
+        coalesce(group_overheads.failed_try_ms, 0) as failed_try_ms,
         {{ add_millis('timed.first_consume_at', 'coalesce(sum(
-            group_overheads.failed_try_ms + coalesce(timed.delay_ms, 0)
+            coalesce(group_overheads.failed_try_ms, 0) + coalesce(timed.delay_ms, 0)
             + coalesce(group_lags.redelivery_lag_ms, 0)
         ) over earlier_tries, 0)') }} as starts_at
     from timed
