@@ -36,6 +36,10 @@ delay_levels as (
     select * from {{ ref('int_whatif_delay_levels') }}
 ),
 
+watermark as (
+    select watermark_at from {{ ref('int_trace_watermark') }}
+),
+
 highest_levels as (
     select
         scenario,
@@ -345,26 +349,37 @@ outcomes as (
     )
 ),
 
+-- the lifecycle's last try: the first that is consumed, dead-lettered or dropped
+ended as (
+    select
+        *,
+        min(
+            case when not fails or decision_if_failed in ('DLQ', 'DROP') then try_index end
+        ) over (partition by scenario, consumer_group, msg_id) as last_try_index
+    from outcomes
+),
+
 final as (
     select
-        scenario,
-        replay_model,
-        consumer_group,
-        msg_id,
-        try_index,
-        reconsume_times,
-        starts_at,
-        in_outage,
-        fails,
-        case when fails then decision_if_failed end as decision,
-        case when fails then delay_level end as delay_level,
-        case when fails then delay_ms end as delay_ms,
-        failed_try_ms,
-        -- the lifecycle's last try: the first that is consumed, dead-lettered or dropped
-        try_index = min(
-            case when not fails or decision_if_failed in ('DLQ', 'DROP') then try_index end
-        ) over (partition by scenario, consumer_group, msg_id) as is_last_try
-    from outcomes
+        ended.scenario,
+        ended.replay_model,
+        ended.consumer_group,
+        ended.msg_id,
+        ended.try_index,
+        ended.reconsume_times,
+        ended.starts_at,
+        ended.in_outage,
+        ended.fails,
+        case when ended.fails then ended.decision_if_failed end as decision,
+        case when ended.fails then ended.delay_level end as delay_level,
+        case when ended.fails then ended.delay_ms end as delay_ms,
+        ended.failed_try_ms,
+        ended.try_index = ended.last_try_index as is_last_try,
+        -- a try after the lifecycle's last, or due after the watermark, did not happen
+        coalesce(ended.try_index <= ended.last_try_index, true)
+        and ended.starts_at <= watermark.watermark_at as happened
+    from ended
+    cross join watermark
 )
 
 select * from final

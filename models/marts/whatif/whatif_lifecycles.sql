@@ -13,26 +13,9 @@ tries as (
     select * from {{ ref('int_whatif__tries') }}
 ),
 
-watermark as (
-    select watermark_at from {{ ref('int_trace_watermark') }}
-),
-
-with_last as (
-    select
-        *,
-        min(case when is_last_try then try_index end)
-            over (partition by scenario, consumer_group, msg_id) as last_try_index
-    from tries
-),
-
--- Tries after the lifecycle's last, or due after the watermark, did not happen.
 happened as (
-    select with_last.*
-    from with_last
-    cross join watermark
-    where
-        with_last.starts_at <= watermark.watermark_at
-        and coalesce(with_last.try_index <= with_last.last_try_index, true)
+    select * from tries
+    where happened
 ),
 
 replayed as (

@@ -11,10 +11,6 @@ decisions as (
     select * from {{ ref('retry_decisions') }}
 ),
 
-watermark as (
-    select watermark_at from {{ ref('int_trace_watermark') }}
-),
-
 scenarios as (
     select distinct scenario from tries
 ),
@@ -29,32 +25,19 @@ observed as (
     group by consumer_group, date_trunc('HOUR', failed_at)
 ),
 
-with_last as (
-    select
-        *,
-        min(case when is_last_try then try_index end)
-            over (partition by scenario, consumer_group, msg_id) as last_try_index
-    from tries
-),
-
 -- A failed try's send-back, at its end, through the schedule topic when it has a level.
 replayed as (
     select
-        with_last.scenario,
-        with_last.consumer_group,
-        date_trunc('HOUR', {{ add_millis('with_last.starts_at', 'with_last.failed_try_ms') }})
-            as hour_start,
+        scenario,
+        consumer_group,
+        date_trunc('HOUR', {{ add_millis('starts_at', 'failed_try_ms') }}) as hour_start,
         count(*) as replayed_schedule_puts
-    from with_last
-    cross join watermark
-    where
-        with_last.delay_level is not null
-        and with_last.starts_at <= watermark.watermark_at
-        and coalesce(with_last.try_index <= with_last.last_try_index, true)
+    from tries
+    where happened and delay_level is not null
     group by
-        with_last.scenario,
-        with_last.consumer_group,
-        date_trunc('HOUR', {{ add_millis('with_last.starts_at', 'with_last.failed_try_ms') }})
+        scenario,
+        consumer_group,
+        date_trunc('HOUR', {{ add_millis('starts_at', 'failed_try_ms') }})
 ),
 
 baseline as (
