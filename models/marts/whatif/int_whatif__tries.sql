@@ -2,13 +2,16 @@
 -- Every try of every observed lifecycle replayed under every what-if scenario, `observed`
 -- included (docs/whatif.md), up to the scenario's cut-off. Each try's delay is what the rule
 -- macros give a failure at its count under the scenario's settings; every try before the
--- lifecycle's last failed, so the tries' times follow from the delays alone. Whether a try
--- fails comes from the group's replay model:
+-- lifecycle's last failed. A try the scenario delivers as it was observed (every earlier
+-- try had the observed settings' delay) starts when it was observed and keeps its observed
+-- outcome; later tries start the delays after it. Whether another try fails comes from the
+-- group's replay model:
 -- - ATTEMPT_INDEX: the message fails the tries it failed before it was consumed (all, if it
 --   never was);
 -- - WALL_CLOCK: a try inside one of the group's outage windows fails; outside them, the
 --   message fails as many tries as it failed outside windows before it was consumed (every
 --   try, if it failed outside a window and was never consumed).
+-- A try whose delivery was in flight at the watermark ends the replay there, in flight.
 -- A table: the lifecycles and the hourly schedule traffic both read it.
 with
 
@@ -90,6 +93,17 @@ failed_attempts as (
     group by attempts.consumer_group, attempts.msg_id, attempts.reconsume_times
 ),
 
+-- When each observed try began, to anchor the replay's tries that are delivered as observed.
+observed_starts as (
+    select
+        consumer_group,
+        msg_id,
+        reconsume_times,
+        min(consume_started_at) as observed_started_at
+    from attempts
+    group by consumer_group, msg_id, reconsume_times
+),
+
 -- The try that consumed the message, counted from the lifecycle's first delivery, and how
 -- many tries failed before it (or at all) outside outage windows.
 observed_tries as (
@@ -114,7 +128,12 @@ observed_tries as (
                 when attempts.consume_started_at <= lifecycles.dlq_at
                     then attempts.reconsume_times
             end
-        ) - lifecycles.first_reconsume_times as dead_letter_try
+        ) - lifecycles.first_reconsume_times as dead_letter_try,
+        -- the try still in flight at the watermark: its outcome is not known
+        case
+            when lifecycles.final_state = 'IN_FLIGHT'
+                then max(attempts.reconsume_times) - lifecycles.first_reconsume_times
+        end as in_flight_try
     from lifecycles
     inner join attempts
         on
@@ -126,7 +145,8 @@ observed_tries as (
         lifecycles.first_reconsume_times,
         lifecycles.first_consume_at,
         lifecycles.dlq_at,
-        lifecycles.consumed_at
+        lifecycles.consumed_at,
+        lifecycles.final_state
 ),
 
 -- The reconsumeTimes whose failure the scenario sends to the DLQ (or drops): a 4.x group's max
@@ -177,7 +197,7 @@ group_windows as (
 -- whatif_max_tries where there is none). A dead letter the observed settings' rules do not
 -- explain (the listener asked for the DLQ, delayLevelWhenNextConsume -1) ends at the same try
 -- under any settings that do not end it sooner. ATTEMPT_INDEX needs no try after the one that
--- consumed the message.
+-- consumed the message or was in flight.
 bounded as (
     select
         settings.scenario,
@@ -229,7 +249,10 @@ tries as (
             0,
             if(
                 bounded.replay_model = 'ATTEMPT_INDEX',
-                least(coalesce(bounded.succeeding_try, bounded.cut_off_try), bounded.cut_off_try),
+                least(
+                    coalesce(bounded.succeeding_try, bounded.in_flight_try, bounded.cut_off_try),
+                    bounded.cut_off_try
+                ),
                 bounded.cut_off_try
             )
         )) try as try_index
@@ -295,25 +318,82 @@ timed as (
             and leveled.reconsume_times = observed_attempt.reconsume_times
 ),
 
--- When each try starts: every earlier try's cost, delay and lag after the first delivery.
-placed as (
+-- Whether the try is delivered as it was observed: observed, and every earlier try had the
+-- delay (and decision) the observed settings give it.
+compared_with_observed as (
     select
         timed.*,
+        observed_starts.observed_started_at,
+        coalesce(
+            timed.decision_if_failed = baseline.decision_if_failed
+            and timed.delay_ms <=> baseline.delay_ms,
+            false
+        ) as same_step_as_observed
+    from timed
+    left join timed as baseline
+        on
+            baseline.scenario = 'observed'
+            and timed.consumer_group = baseline.consumer_group
+            and timed.msg_id = baseline.msg_id
+            and timed.try_index = baseline.try_index
+    left join observed_starts
+        on
+            timed.consumer_group = observed_starts.consumer_group
+            and timed.msg_id = observed_starts.msg_id
+            and timed.reconsume_times = observed_starts.reconsume_times
+),
+
+-- Each try's step to the next: its cost, the delay and the redelivery's lag; summed over the
+-- earlier tries, and whether one of them was not as observed.
+stepped as (
+    select
+        compared_with_observed.*,
         -- a group with no failure on record (only in-flight deliveries) takes none
         coalesce(group_overheads.failed_try_ms, 0) as failed_try_ms,
-        {{ add_millis('timed.first_consume_at', 'coalesce(sum(
-            coalesce(group_overheads.failed_try_ms, 0) + coalesce(timed.delay_ms, 0)
+        coalesce(sum(
+            coalesce(group_overheads.failed_try_ms, 0)
+            + coalesce(compared_with_observed.delay_ms, 0)
             + coalesce(group_lags.redelivery_lag_ms, 0)
-        ) over earlier_tries, 0)') }} as starts_at
-    from timed
+        ) over earlier_tries, 0) as steps_before_ms,
+        coalesce(bool_or(not compared_with_observed.same_step_as_observed) over earlier_tries, false)
+            as diverged
+    from compared_with_observed
     left join group_overheads
-        on timed.consumer_group = group_overheads.consumer_group
+        on compared_with_observed.consumer_group = group_overheads.consumer_group
     left join group_lags
-        on timed.consumer_group = group_lags.consumer_group
+        on compared_with_observed.consumer_group = group_lags.consumer_group
     window earlier_tries as (
-        partition by timed.scenario, timed.consumer_group, timed.msg_id
-        order by timed.try_index
+        partition by
+            compared_with_observed.scenario,
+            compared_with_observed.consumer_group,
+            compared_with_observed.msg_id
+        order by compared_with_observed.try_index
         rows between unbounded preceding and 1 preceding
+    )
+),
+
+anchored as (
+    select
+        *,
+        not diverged and observed_started_at is not null as as_observed
+    from stepped
+),
+
+-- A try as observed starts when it was observed; a later one the steps after the last such.
+placed as (
+    select
+        *,
+        {{ add_millis(
+            "coalesce(last(case when as_observed then observed_started_at end, true)"
+            ~ " over tries_so_far, first_consume_at)",
+            "steps_before_ms - coalesce(last(case when as_observed then steps_before_ms end, true)"
+            ~ " over tries_so_far, 0)"
+        ) }} as starts_at
+    from anchored
+    window tries_so_far as (
+        partition by scenario, consumer_group, msg_id
+        order by try_index
+        rows between unbounded preceding and current row
     )
 ),
 
@@ -333,7 +413,8 @@ outcomes as (
     select
         *,
         case
-            when replay_model = 'ATTEMPT_INDEX'
+            when try_index = in_flight_try then false
+            when replay_model = 'ATTEMPT_INDEX' or as_observed
                 then succeeding_try is null or try_index < succeeding_try
             when in_outage then true
             when succeeding_try is null then failures_outside_outages > 0
@@ -375,6 +456,8 @@ final as (
         case when ended.fails then ended.delay_ms end as delay_ms,
         ended.failed_try_ms,
         ended.try_index = ended.last_try_index as is_last_try,
+        ended.try_index = ended.in_flight_try as is_in_flight,
+        ended.as_observed,
         -- a try after the lifecycle's last, or due after the watermark, did not happen
         coalesce(ended.try_index <= ended.last_try_index, true)
         and ended.starts_at <= watermark.watermark_at as happened

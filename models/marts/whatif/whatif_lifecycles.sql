@@ -27,6 +27,8 @@ replayed as (
         count(*) as replay_deliveries,
         max(
             case
+                -- a try in flight at the watermark leaves the lifecycle open
+                when happened.is_last_try and happened.is_in_flight then null
                 when happened.is_last_try and not happened.fails then 'CONSUMED'
                 when happened.is_last_try and happened.decision = 'DLQ' then 'DLQ'
                 when happened.is_last_try then 'DROPPED'
@@ -34,7 +36,7 @@ replayed as (
         ) as replay_ending,
         max(
             case
-                when happened.is_last_try and not happened.fails
+                when happened.is_last_try and not happened.fails and not happened.is_in_flight
                     then
                         unix_millis(happened.starts_at) - unix_millis(lifecycles.first_consume_at)
                         + happened.failed_try_ms
