@@ -209,6 +209,13 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--skip-tests", action="store_true", help="time the builds only, not the data tests"
     )
+    bench.add_argument(
+        "--whatif",
+        action="store_true",
+        help="instead of timing builds: check the what-if against ground truth (each scenario's "
+        "prediction from a run of about --records records, against the same traffic generated "
+        "under the scenario's settings)",
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -379,7 +386,14 @@ def _demo(args: argparse.Namespace) -> None:
 
 def _bench(args: argparse.Namespace) -> None:
     from retrylake.bench import bench
+    from retrylake.bench.whatif_truth import run as whatif_against_truth
 
+    if args.whatif:
+        result = whatif_against_truth(
+            Path(args.dir).resolve() / "whatif", args.records, args.seed, _project_dir(args)
+        )
+        print(json.dumps(result, indent=2))
+        return
     result = bench(
         Path(args.dir).resolve(),
         args.records,
