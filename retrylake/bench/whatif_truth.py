@@ -97,6 +97,19 @@ def generator_config(out: Path, messages: int, seed: int) -> GeneratorConfig:
     )
 
 
+def truth_under_scenario(
+    config: GeneratorConfig, seeds: Path, scenario: str, workdir: Path
+) -> dict[tuple[str, str], dict]:
+    """Run B: run A's traffic (``config``) generated under ``scenario``'s settings in
+    ``workdir``; its ground truth by (group, msgId)."""
+    from retrylake.scenarios import write_scenario_seeds
+
+    write_scenario_seeds(seeds, scenario, workdir / "seeds")
+    run_b = replace(config, out=workdir / "landing")
+    generate(run_b, seeds_dir=workdir / "seeds")
+    return {(row["consumer_group"], row["msg_id"]): row for row in read_ground_truth(run_b.out)}
+
+
 def _log(message: str) -> None:
     print(f"retrylake bench --whatif: {message}", file=sys.stderr, flush=True)
 
@@ -106,7 +119,7 @@ def measure(root: Path, messages: int, seed: int, project_dir: Path) -> dict:
     a benchmark asserts nothing."""
     from retrylake.analyst.query import run_query
     from retrylake.commands import build, whatif
-    from retrylake.scenarios import scenario_names, write_scenario_seeds
+    from retrylake.scenarios import scenario_names
 
     shutil.rmtree(root, ignore_errors=True)
     config = generator_config(root / "a" / "landing", messages, seed)
@@ -137,15 +150,9 @@ def measure(root: Path, messages: int, seed: int, project_dir: Path) -> dict:
     groups = []
     for scenario in sorted(scenario_names(project_dir / "seeds")):
         _log(f"generating run B under {scenario} ...")
-        seeds = root / scenario / "seeds"
-        write_scenario_seeds(project_dir / "seeds", scenario, seeds)
-        run_b = replace(config, out=root / scenario / "landing")
-        generate(run_b, seeds_dir=seeds)
-        truth_b = {
-            (row["consumer_group"], row["msg_id"]): row for row in read_ground_truth(run_b.out)
-        }
+        truth_b = truth_under_scenario(config, project_dir / "seeds", scenario, root / scenario)
         groups += compare_scenario(scenario, predictions, compared, truth_b)
-        shutil.rmtree(run_b.out)
+        shutil.rmtree(root / scenario)
     observed = _observed_in_a(truth_a, compared)
     for row in groups:
         row["a_dlq"], row["a_deliveries"], row["lifecycles"] = observed[row["consumer_group"]]

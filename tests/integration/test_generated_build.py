@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from retrylake.bench.whatif_truth import (
     compared_lifecycles,
     generator_config,
     landing_tells_exactly,
+    truth_under_scenario,
 )
 from retrylake.cli import main
 from retrylake.commands import build
@@ -628,7 +628,6 @@ def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_pa
     letters. `retrylake bench --whatif` makes the same comparison on a large set."""
     from retrylake.analyst.query import run_query
     from retrylake.commands import whatif
-    from retrylake.scenarios import write_scenario_seeds
 
     config, _ = generated
     on_a = Lakehouse(lakehouse.root, config.out)
@@ -639,13 +638,7 @@ def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_pa
     assert scenarios == ["inventory-16", "max-5", "shorter-ladder"]
     misses = []
     for scenario in scenarios:
-        seeds = tmp_path / scenario / "seeds"
-        write_scenario_seeds(PROJECT_DIR / "seeds", scenario, seeds)
-        run_b = replace(config, out=tmp_path / scenario / "landing")
-        generate(run_b, seeds_dir=seeds)
-        truth_b = {
-            (row["consumer_group"], row["msg_id"]): row for row in read_ground_truth(run_b.out)
-        }
+        truth_b = truth_under_scenario(config, PROJECT_DIR / "seeds", scenario, tmp_path / scenario)
         groups = compare_scenario(scenario, predictions, compared, truth_b)
         assert groups, scenario
         for row in groups:
