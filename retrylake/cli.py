@@ -214,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="instead of timing builds: check the what-if against ground truth (each scenario's "
         "prediction from a run of about --records records, against the same traffic generated "
-        "under the scenario's settings)",
+        "under the scenario's settings); works in DIR/whatif, rewritten on each run",
     )
 
     serve = commands.add_parser(
