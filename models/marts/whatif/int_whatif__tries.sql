@@ -456,7 +456,7 @@ final as (
         case when ended.fails then ended.delay_ms end as delay_ms,
         ended.failed_try_ms,
         ended.try_index = ended.last_try_index as is_last_try,
-        ended.try_index = ended.in_flight_try as is_in_flight,
+        coalesce(ended.try_index = ended.in_flight_try, false) as is_in_flight,
         ended.as_observed,
         -- a try after the lifecycle's last, or due after the watermark, did not happen
         coalesce(ended.try_index <= ended.last_try_index, true)
