@@ -30,6 +30,9 @@ SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "4g",
+    # dbt's threads run several models' jobs at once: share the cores between the jobs rather
+    # than run each one's tasks only after those of the jobs submitted before it
+    "spark.scheduler.mode": "FAIR",
 }
 
 
