@@ -83,18 +83,38 @@ candidates as (
         )) candidate as schedule, delay_ms
 ),
 
+-- The medians are exact: each group's gaps are counted per distinct residual first, and the
+-- percentiles read those counts as frequencies. Far fewer values than gaps, so far less work
+-- than a percentile over every gap.
+residuals as (
+    select
+        consumer_group,
+        client_line,
+        schedule,
+        gap_ms - delay_ms as residual_ms,
+        abs(gap_ms - delay_ms) / greatest(delay_ms, 1000) as relative_residual,
+        count(*) as redeliveries,
+        count_if({{ redelivery_fits('gap_ms', 'delay_ms') }}) as fitting_redeliveries
+    from candidates
+    where delay_ms is not null
+    group by
+        consumer_group,
+        client_line,
+        schedule,
+        gap_ms - delay_ms,
+        abs(gap_ms - delay_ms) / greatest(delay_ms, 1000)
+),
+
 fits as (
     select
         consumer_group,
         client_line,
         schedule,
-        count(*) as sample_size,
-        count_if({{ redelivery_fits('gap_ms', 'delay_ms') }}) as fitting_redeliveries,
-        cast(percentile(gap_ms - delay_ms, 0.5) as bigint) as median_residual_ms,
-        percentile(abs(gap_ms - delay_ms) / greatest(delay_ms, 1000), 0.5)
-            as median_relative_residual
-    from candidates
-    where delay_ms is not null
+        sum(redeliveries) as sample_size,
+        sum(fitting_redeliveries) as fitting_redeliveries,
+        cast(percentile(residual_ms, 0.5, redeliveries) as bigint) as median_residual_ms,
+        percentile(relative_residual, 0.5, redeliveries) as median_relative_residual
+    from residuals
     group by consumer_group, client_line, schedule
 ),
 
