@@ -97,12 +97,7 @@ residuals as (
         count_if({{ redelivery_fits('gap_ms', 'delay_ms') }}) as fitting_redeliveries
     from candidates
     where delay_ms is not null
-    group by
-        consumer_group,
-        client_line,
-        schedule,
-        gap_ms - delay_ms,
-        abs(gap_ms - delay_ms) / greatest(delay_ms, 1000)
+    group by consumer_group, client_line, schedule, residual_ms, relative_residual
 ),
 
 fits as (
