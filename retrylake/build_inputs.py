@@ -7,12 +7,17 @@ what they already hold, so `retrylake build` says so and stops (``--force`` buil
 
 Landing files are immutable once landed (docs/incremental.md), so a file's name, size and
 modification time stand for its content; everything else is hashed by content.
+
+The dbt unit tests read fixtures, not the landing: their outcome is a function of the project,
+retrylake's code and the pinned tools alone. A build runs them only when that code differs from
+the code of a build that ran and passed them all (``UnitTestsPassed``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from importlib import metadata
 from pathlib import Path
 
 import retrylake
@@ -31,6 +36,8 @@ PROJECT_INPUTS = (
 )
 # retrylake's code that runs in a build: the runtime and the UDFs it registers on the session.
 CODE_PACKAGES = ("retrylake", "spark_udfs")
+# The tools that compile and run the unit tests (pinned in pyproject.toml; an upgrade reruns them).
+TOOL_DISTRIBUTIONS = ("dbt-core", "dbt-spark", "pyspark")
 
 
 def _files(folder: Path) -> list[Path]:
@@ -47,17 +54,31 @@ def _hash_contents(digest: hashlib._Hash, root: Path, paths: list[Path]) -> None
         digest.update(hashlib.sha256(path.read_bytes()).digest())
 
 
-def build_inputs_fingerprint(project_dir: Path, lakehouse: Lakehouse, command: list[str]) -> str:
-    """A digest of everything a build with ``command`` reads; equal digests, equal marts."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps(command).encode() + b"\0")
-    digest.update(lakehouse.landing_location.encode() + b"\0")
+def _hash_code(digest: hashlib._Hash, project_dir: Path) -> None:
     for name in PROJECT_INPUTS:
         _hash_contents(digest, project_dir, _files(project_dir / name))
     code_root = Path(retrylake.__file__).resolve().parents[1]
     for package in CODE_PACKAGES:
         sources = [path for path in _files(code_root / package) if path.suffix in (".py", ".sql")]
         _hash_contents(digest, code_root, sources)
+
+
+def code_fingerprint(project_dir: Path) -> str:
+    """A digest of what the dbt unit tests' outcome depends on: the dbt project (models, macros,
+    seeds, the tests' fixtures), retrylake's code and the versions of the tools that run them."""
+    digest = hashlib.sha256()
+    _hash_code(digest, project_dir)
+    for distribution in TOOL_DISTRIBUTIONS:
+        digest.update(f"{distribution}=={metadata.version(distribution)}\0".encode())
+    return digest.hexdigest()
+
+
+def build_inputs_fingerprint(project_dir: Path, lakehouse: Lakehouse, command: list[str]) -> str:
+    """A digest of everything a build with ``command`` reads; equal digests, equal marts."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(command).encode() + b"\0")
+    digest.update(lakehouse.landing_location.encode() + b"\0")
+    _hash_code(digest, project_dir)
     # Every file of the landing zone, hidden ones too: a rename into place changes the list.
     for path in _files(lakehouse.landing):
         status = path.stat()
@@ -91,3 +112,23 @@ class LastBuild:
     def record(self, fingerprint: str) -> None:
         if self.lakehouse.landing_url is None:
             self.path.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+
+
+class UnitTestsPassed:
+    """The code fingerprint of the last build that ran every dbt unit test and succeeded, kept in
+    the lakehouse. Unlike ``LastBuild`` it outlives commands that change tables: the unit tests
+    read only their fixtures, so no table can change their outcome."""
+
+    def __init__(self, lakehouse: Lakehouse) -> None:
+        self.path = lakehouse.root / "unit-tests-passed.json"
+
+    def on(self, code: str) -> bool:
+        if not self.path.is_file():
+            return False
+        try:
+            return json.loads(self.path.read_text())["code"] == code
+        except (ValueError, KeyError):
+            return False
+
+    def record(self, code: str) -> None:
+        self.path.write_text(json.dumps({"code": code}) + "\n")

@@ -61,7 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    build = commands.add_parser("build", help="run `dbt build` on the embedded Spark")
+    build = commands.add_parser(
+        "build",
+        help="run `dbt build` on the embedded Spark",
+        description="Run `dbt build` on the embedded Spark (or --master). The dbt unit tests are "
+        "left out once a build of the same project and code passed them.",
+    )
     _add_location_args(build)
     build.add_argument("--full-refresh", action="store_true", help="rebuild every table")
     build.add_argument(

@@ -6,7 +6,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from retrylake.build_inputs import LastBuild, build_inputs_fingerprint
+from retrylake.build_inputs import (
+    LastBuild,
+    UnitTestsPassed,
+    build_inputs_fingerprint,
+    code_fingerprint,
+)
 from retrylake.config_check import check_configuration
 from retrylake.dbt_runner import run_dbt
 from retrylake.errors import UsageError
@@ -27,7 +32,8 @@ def build(
 ) -> bool:
     """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
     is checked before any change. Returns False, having started nothing, when nothing the marts
-    depend on changed since the last build that succeeded (unless ``force``)."""
+    depend on changed since the last build that succeeded (unless ``force``). The dbt unit tests
+    are left out when they passed in a build of the same code (``UnitTestsPassed``)."""
     check_configuration(project_dir)
     lakehouse.check_landing_exists()
     command = ["build"]
@@ -46,12 +52,29 @@ def build(
             return False
         if full_refresh:
             command.append("--full-refresh")
+        # A build of the default selection (the ledger) vouches for its unit tests; one given
+        # --select may choose others (the what-if's), so it runs those it selects.
+        code = code_fingerprint(project_dir)
+        unit_tests = UnitTestsPassed(lakehouse)
+        unit_tests_passed = not select and unit_tests.on(code)
+        if unit_tests_passed:
+            command += ["--exclude-resource-type", "unit_test"]
+            print(UNIT_TESTS_SKIPPED, file=sys.stderr)
         last_build.forget()
         lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
         run_dbt(command, project_dir, lakehouse)
         last_build.record(fingerprint)
+        if not (unit_tests_passed or select or exclude):
+            unit_tests.record(code)
     return True
+
+
+UNIT_TESTS_SKIPPED = (
+    "retrylake: dbt unit tests left out: they read fixtures only, and the ledger's passed in a "
+    "build of this same project and code (`retrylake dbt -- test --select test_type:unit` runs "
+    "them)"
+)
 
 
 WHATIF_SUMMARY_SQL = """

@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.build_inputs import LastBuild, build_inputs_fingerprint
+from retrylake.build_inputs import (
+    LastBuild,
+    UnitTestsPassed,
+    build_inputs_fingerprint,
+    code_fingerprint,
+)
 from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.grpc5 import GRPC5_GROUPS
@@ -57,6 +62,26 @@ def test_a_build_with_nothing_new_runs_no_dbt(spark, sample, lakehouse):
     assert not LastBuild(other).matches(
         build_inputs_fingerprint(PROJECT_DIR, other, ["build", "--select", "delay_levels"])
     )
+
+
+def test_a_build_of_the_same_code_leaves_the_passed_unit_tests_out(spark, sample, lakehouse):
+    """The fixture's build ran every unit test of the ledger and they passed; a later build of
+    the same project and code runs its models (and here no data tests) without them, and changes
+    no mart when nothing is new."""
+    fixture_build = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
+    assert _run_kinds(fixture_build) >= {"model", "test", "unit_test"}
+    assert UnitTestsPassed(lakehouse).on(code_fingerprint(PROJECT_DIR))
+    before = table_snapshot(spark, "retrylake.message_lifecycles")
+    on_sample = Lakehouse(lakehouse.root, sample.landing)
+    assert build(PROJECT_DIR, on_sample, exclude=["resource_type:test"], force=True)
+    forced = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
+    assert forced["args"]["exclude_resource_types"] == ["unit_test"]
+    assert "model" in _run_kinds(forced) and not _run_kinds(forced) & {"test", "unit_test"}
+    assert table_snapshot(spark, "retrylake.message_lifecycles") == before
+
+
+def _run_kinds(run_results: dict) -> set[str]:
+    return {result["unique_id"].split(".")[0] for result in run_results["results"]}
 
 
 def test_every_landing_line_is_parsed_or_quarantined(spark, sample, lakehouse):

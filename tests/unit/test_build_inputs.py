@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.build_inputs import LastBuild, build_inputs_fingerprint
+from retrylake.build_inputs import (
+    LastBuild,
+    UnitTestsPassed,
+    build_inputs_fingerprint,
+    code_fingerprint,
+)
 from retrylake.lakehouse import Lakehouse
 
 COMMAND = ["build"]
@@ -108,3 +113,32 @@ def test_the_last_build_is_matched_recorded_and_forgotten(project, lakehouse, tm
     LastBuild(remote).record(fingerprint)
     last.record(fingerprint)
     assert not LastBuild(remote).matches(fingerprint)
+
+
+def test_the_unit_tests_code_is_the_project_and_code_not_the_landing(project, lakehouse):
+    """The dbt unit tests read fixtures: new landing files leave their fingerprint alone, while
+    an edited model, seed or unit test fixture (model YAML) changes it."""
+    before = code_fingerprint(project)
+    (lakehouse.landing / "trace" / "2026" / "b.jsonl").write_text('{"msgId": "2"}\n')
+    (project / "target").mkdir()
+    (project / "target" / "run_results.json").write_text("{}")
+    assert code_fingerprint(project) == before
+    (project / "models" / "marts" / "_unit_tests.yml").write_text("unit_tests: []\n")
+    edited = code_fingerprint(project)
+    assert edited != before
+    (project / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng2\n")
+    assert code_fingerprint(project) not in (before, edited)
+
+
+def test_passed_unit_tests_are_recorded_per_code_and_outlive_a_forgotten_build(project, lakehouse):
+    code = code_fingerprint(project)
+    passed = UnitTestsPassed(lakehouse)
+    assert not passed.on(code)
+    passed.record(code)
+    assert passed.on(code)
+    assert not passed.on("0" * 64)
+    # a dbt command that changes tables forgets the last build, not what the unit tests proved
+    LastBuild(lakehouse).forget()
+    assert UnitTestsPassed(lakehouse).on(code)
+    passed.path.write_text("{}")
+    assert not passed.on(code)
