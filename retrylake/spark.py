@@ -148,7 +148,9 @@ def remove_unfinished_tables(spark: SparkSession, lakehouse: Lakehouse) -> list[
         database = database_folder.name.removesuffix(".db")
         if not spark.catalog.databaseExists(database):
             continue
-        tables = {table.name.lower() for table in spark.catalog.listTables(database)}
+        # names only: catalog.listTables fetches every table's metadata, seconds per start
+        shown = spark.sql(f"show tables in `{database}`").collect()
+        tables = {row.tableName.lower() for row in shown}
         for folder in sorted(database_folder.iterdir()):
             unfinished = folder.is_dir() and folder.name.lower() not in tables
             if unfinished and not folder.name.startswith((".", "_")):
