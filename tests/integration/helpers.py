@@ -50,10 +50,11 @@ def retrylake_tables(spark: Any) -> list[str]:
     names = []
     for database in spark.catalog.listDatabases():
         if database.name == "retrylake" or database.name.startswith("retrylake_"):
+            # SHOW TABLES: names only (catalog.listTables fetches each table's metadata)
             names += [
-                f"{database.name}.{table.name}"
-                for table in spark.catalog.listTables(database.name)
-                if not table.isTemporary  # dbt-spark's session-scoped __dbt_tmp views
+                f"{database.name}.{row.tableName}"
+                for row in spark.sql(f"show tables in `{database.name}`").collect()
+                if not row.isTemporary  # dbt-spark's session-scoped __dbt_tmp views
             ]
     return sorted(names)
 
