@@ -66,22 +66,27 @@ def test_a_build_with_nothing_new_runs_no_dbt(spark, sample, lakehouse):
 
 def test_a_build_of_the_same_code_leaves_the_passed_unit_tests_out(spark, sample, lakehouse):
     """The fixture's build ran every unit test of the ledger and they passed; a later build of
-    the same project and code runs its models (and here no data tests) without them, and changes
-    no mart when nothing is new."""
+    the same project and code runs its models without them (here the staging and intermediate
+    models, whose unit tests would run first, and no data tests: the cheapest such build), and
+    with nothing new changes no table."""
     fixture_build = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
-    assert _run_kinds(fixture_build) >= {"model", "test", "unit_test"}
+    assert _run_ids(fixture_build, "unit_test") >= {"bodies_split_into_checked_records"}
     assert UnitTestsPassed(lakehouse).on(code_fingerprint(PROJECT_DIR))
-    before = table_snapshot(spark, "retrylake.message_lifecycles")
+    before = table_snapshot(spark, "retrylake_staging.stg_trace__records")
     on_sample = Lakehouse(lakehouse.root, sample.landing)
-    assert build(PROJECT_DIR, on_sample, exclude=["resource_type:test"], force=True)
+    exclude = ["resource_type:test", "path:models/marts"]
+    assert build(PROJECT_DIR, on_sample, exclude=exclude, force=True)
     forced = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
     assert forced["args"]["exclude_resource_types"] == ["unit_test"]
-    assert "model" in _run_kinds(forced) and not _run_kinds(forced) & {"test", "unit_test"}
-    assert table_snapshot(spark, "retrylake.message_lifecycles") == before
+    assert "stg_trace__records" in _run_ids(forced, "model")
+    assert not _run_ids(forced, "unit_test") | _run_ids(forced, "test")
+    assert table_snapshot(spark, "retrylake_staging.stg_trace__records") == before
 
 
-def _run_kinds(run_results: dict) -> set[str]:
-    return {result["unique_id"].split(".")[0] for result in run_results["results"]}
+def _run_ids(run_results: dict, kind: str) -> set[str]:
+    """The names of the nodes of one kind (model, test, unit_test) in a run's results."""
+    ids = [result["unique_id"].split(".") for result in run_results["results"]]
+    return {parts[-1] for parts in ids if parts[0] == kind}
 
 
 def test_every_landing_line_is_parsed_or_quarantined(spark, sample, lakehouse):
