@@ -87,6 +87,16 @@ def build_inputs_fingerprint(project_dir: Path, lakehouse: Lakehouse, command: l
     return digest.hexdigest()
 
 
+def _recorded(path: Path, key: str) -> str | None:
+    """The fingerprint a record file holds under ``key``; None when missing or unreadable."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())[key]
+    except (ValueError, KeyError):
+        return None
+
+
 class LastBuild:
     """The fingerprint of the last build that succeeded, kept in the lakehouse.
 
@@ -99,12 +109,9 @@ class LastBuild:
         self.lakehouse = lakehouse
 
     def matches(self, fingerprint: str) -> bool:
-        if self.lakehouse.landing_url is not None or not self.path.is_file():
+        if self.lakehouse.landing_url is not None:
             return False  # a landing on shared storage cannot be listed from Python
-        try:
-            return json.loads(self.path.read_text())["fingerprint"] == fingerprint
-        except (ValueError, KeyError):
-            return False
+        return _recorded(self.path, "fingerprint") == fingerprint
 
     def forget(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -123,12 +130,7 @@ class UnitTestsPassed:
         self.path = lakehouse.root / "unit-tests-passed.json"
 
     def on(self, code: str) -> bool:
-        if not self.path.is_file():
-            return False
-        try:
-            return json.loads(self.path.read_text())["code"] == code
-        except (ValueError, KeyError):
-            return False
+        return _recorded(self.path, "code") == code
 
     def record(self, code: str) -> None:
         self.path.write_text(json.dumps({"code": code}) + "\n")
