@@ -1,6 +1,7 @@
 """The incremental law on the real embedded Spark: for any split of a landing set into batches,
 building after each batch gives marts identical, row for row, to one full-refresh build of all
-of it, and building again with no new data changes nothing.
+of it, building again with no new data changes nothing, and a build killed in the middle of a
+model, then run again, publishes those same marts too.
 
 Batches are made of landing *lines*, re-packed into new files, so a split can cut through a
 file, deliver a lifecycle's records in reverse order, hold a Pub back until after its message
@@ -13,8 +14,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +28,7 @@ import pytest
 from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
+from spark_udfs.snapshots import PUBLISHED_FOLDER, published_marts
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import fact_marts, retrylake_tables, table_snapshot
 
@@ -155,13 +162,18 @@ def landing_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def full_build(spark, lakehouse: Lakehouse, landing_lines, tmp_path_factory):
+def full_landing(landing_lines, tmp_path_factory) -> Path:
     landing = tmp_path_factory.mktemp("law-full")
     _write_batch(landing, 0, landing_lines)
+    return landing
+
+
+@pytest.fixture(scope="module")
+def full_build(spark, lakehouse: Lakehouse, full_landing: Path):
     # with every data test; the dbt unit tests run with the sample build
     build(
         PROJECT_DIR,
-        Lakehouse(lakehouse.root, landing),
+        Lakehouse(lakehouse.root, full_landing),
         full_refresh=True,
         exclude=["resource_type:unit_test"],
     )
@@ -223,3 +235,63 @@ def test_adversarial_split_builds_the_same_marts(
     for name in tables:
         assert table_snapshot(spark, name) == before[name], name
     _assert_same(_marts(spark, lakehouse), full_build)
+
+
+# The crash: SIGKILL once the build has begun writing this model, late in the graph.
+KILL_WHEN = "START sql incremental model retrylake_unpublished.message_lifecycles"
+
+
+def _published_rows(spark, warehouse: Path, name: str, columns: list[str]) -> list[tuple]:
+    """A mart's rows as another lakehouse published them, read from its snapshot's files."""
+    snapshot = published_marts(warehouse / PUBLISHED_FOLDER)[name]
+    return table_snapshot(spark, spark.read.parquet(str(snapshot)).select(*columns))
+
+
+def test_a_killed_build_recovers_to_the_full_build(
+    spark, lakehouse, full_landing, full_build, tmp_path
+):
+    """`retrylake build` in its own process and lakehouse, killed with SIGKILL inside a model's
+    write; `retrylake dbt -- run` is the recovery, and what it publishes equals the full build
+    of the same landing, mart for mart."""
+    crashed = tmp_path / "crashed-lakehouse"
+    where = ("--lakehouse", str(crashed), "--landing", str(full_landing))
+    log = crashed / "dbt" / "logs" / "dbt.log"
+    victim = subprocess.Popen(
+        # no data or unit tests: they would only delay the kill, and the full build ran them
+        [sys.executable, "-m", "retrylake", "build", *where,
+         "--exclude", "resource_type:test", "resource_type:unit_test"],
+        cwd=PROJECT_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not (log.exists() and KILL_WHEN in log.read_text(errors="replace")):
+        assert victim.poll() is None, "the build ended before the model to interrupt started"
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(1.5)  # inside the model's write
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert victim.returncode == -signal.SIGKILL
+
+    # Run again: `dbt run` is the recovery; data tests write nothing.
+    rerun = subprocess.run(
+        [sys.executable, "-m", "retrylake", "dbt", *where, "--", "run"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
+
+    published = set(published_marts(crashed / "warehouse" / PUBLISHED_FOLDER))
+    compared = sorted(published & set(full_build))
+    assert {*fact_marts(lakehouse), *CONFIG_MARTS, *DLQ_MARTS} <= set(compared), compared
+    for name in compared:
+        columns = spark.table(f"retrylake.{name}").columns  # the order full_build read them in
+        if name == "landing_quarantine":
+            columns = ["raw_text", "reason", "record_index"]
+        recovered = _published_rows(spark, crashed / "warehouse", name, columns)
+        assert recovered == full_build[name], name
