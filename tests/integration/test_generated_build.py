@@ -25,7 +25,7 @@ from retrylake.bench.whatif_truth import (
     truth_under_scenario,
 )
 from retrylake.cli import main
-from retrylake.commands import build
+from retrylake.commands import build, dbt
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import generate, read_ground_truth
 from tests.conftest import PROJECT_DIR
@@ -619,7 +619,17 @@ def test_schedule_fit_names_the_schedule_really_used(spark, generated):
     assert wrong == {}
 
 
-def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_path):
+@pytest.fixture(scope="module")
+def whatif_summary(generated, lakehouse) -> list[dict]:
+    """`retrylake whatif` on this build: the what-if marts built (`dbt build --select
+    tag:whatif`), and their per-scenario, per-group summary."""
+    from retrylake.commands import whatif
+
+    config, _ = generated
+    return json.loads(whatif(PROJECT_DIR, Lakehouse(lakehouse.root, config.out), output="json"))
+
+
+def test_whatif_predicts_a_run_under_other_settings(generated, whatif_summary, lakehouse, tmp_path):
     """Issue 16's check: the same traffic (same seed and options) generated under each shipped
     scenario's settings is run B; the what-if of this build (run A) for that scenario predicts
     B's dead letters (entered the DLQ) and deliveries per group within 5% or 3, whichever is
@@ -627,11 +637,10 @@ def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_pa
     another test's matter), leaving out a recovery group, whose traffic is another group's dead
     letters. `retrylake bench --whatif` makes the same comparison on a large set."""
     from retrylake.analyst.query import run_query
-    from retrylake.commands import whatif
 
     config, _ = generated
     on_a = Lakehouse(lakehouse.root, config.out)
-    summary = json.loads(whatif(PROJECT_DIR, on_a, output="json"))
+    summary = whatif_summary
     compared = compared_lifecycles(list(read_ground_truth(config.out)))
     _, predictions = run_query(on_a, PREDICTIONS_SQL)
     scenarios = sorted({row["scenario"] for row in summary})
@@ -660,3 +669,30 @@ def test_whatif_predicts_a_run_under_other_settings(generated, lakehouse, tmp_pa
     assert set(charts) == {"whatif_dlq", "whatif_deliveries"}
     assert all(int(marks) > 0 for marks in charts.values()), charts
     assert all(row["consumer_group"] in dom for row in changed)
+
+
+def test_docs_generate_describes_every_mart_column(generated, whatif_summary, lakehouse):
+    """Every mart, of the ledger and of the what-if (built by `whatif_summary`, as they are only
+    when selected), has a description, and its documented columns are the built ones."""
+    config, _ = generated
+    dbt(
+        PROJECT_DIR,
+        Lakehouse(lakehouse.root, config.out),
+        ["docs", "generate", "--select", "fqn:*"],
+    )
+    target = lakehouse.dbt_target
+    catalog = json.loads((target / "catalog.json").read_text())
+    manifest = json.loads((target / "manifest.json").read_text())
+    marts = [
+        node
+        for node in manifest["nodes"].values()
+        # built and tested in retrylake_unpublished, published as views in retrylake
+        if node["resource_type"] == "model" and node["schema"] == "retrylake_unpublished"
+    ]
+    assert len(marts) == 16  # 12 of the ledger, 4 of the what-if
+    for node in marts:
+        assert node["description"], node["name"]
+        built = catalog["nodes"][node["unique_id"]]["columns"]
+        documented = {name: column["description"] for name, column in node["columns"].items()}
+        assert set(built) == set(documented), node["name"]
+        assert all(documented.values()), node["name"]
