@@ -67,8 +67,8 @@ def test_a_build_with_nothing_new_runs_no_dbt(spark, sample, lakehouse):
 def test_a_build_of_the_same_code_leaves_the_passed_unit_tests_out(spark, sample, lakehouse):
     """The fixture's build ran every unit test of the ledger and they passed; a later build of
     the same project and code runs its models without them (here the staging models, whose
-    unit tests would run first, and no data tests: the cheapest such build), and
-    with nothing new changes no table."""
+    unit tests would run first, and no data tests: the cheapest such build), and with nothing
+    new changes no table."""
     fixture_build = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
     assert _run_ids(fixture_build, "unit_test") >= {"bodies_split_into_checked_records"}
     assert UnitTestsPassed(lakehouse).on(code_fingerprint(PROJECT_DIR))
