@@ -1,6 +1,8 @@
 -- The work list and the lifecycles agree: every lifecycle in the DLQ has an entry in
 -- dlq_messages, and every entry of a traced lifecycle shows in that lifecycle's dlq_at, which a
--- later recovery does not clear.
+-- later recovery does not clear. An entry with no lifecycle (an untraced message) is not
+-- checked here, so the lifecycles lead the join, and the entries, few, are broadcast to them
+-- rather than both sides shuffled.
 with
 
 lifecycles as (
@@ -23,23 +25,19 @@ dead_letters as (
 
 final as (
     select
-        coalesce(lifecycles.consumer_group, dead_letters.consumer_group) as consumer_group,
-        coalesce(lifecycles.msg_id, dead_letters.msg_id) as msg_id,
+        lifecycles.consumer_group,
+        lifecycles.msg_id,
         lifecycles.final_state,
         lifecycles.dlq_at,
         coalesce(dead_letters.entries, 0) as entries
     from lifecycles
-    full outer join dead_letters
+    left join dead_letters
         on
             lifecycles.consumer_group = dead_letters.consumer_group
             and lifecycles.msg_id = dead_letters.msg_id
     where
         (lifecycles.final_state = 'DLQ' and dead_letters.msg_id is null)
-        or (
-            lifecycles.msg_id is not null
-            and dead_letters.msg_id is not null
-            and lifecycles.dlq_at is null
-        )
+        or (dead_letters.msg_id is not null and lifecycles.dlq_at is null)
 )
 
 select * from final
