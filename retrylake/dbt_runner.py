@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from retrylake.build_inputs import code_fingerprint
 from retrylake.errors import DbtFailedError
 from retrylake.lakehouse import Lakehouse
 from spark_udfs.snapshots import PUBLISHED_FOLDER, current_build
@@ -24,7 +25,13 @@ def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> lis
         if flag not in args:
             args += [flag, value]
     if "--vars" not in args:
-        args += ["--vars", json.dumps({"landing_path": lakehouse.landing_location})]
+        # checks_code: data tests read only what changed since they passed under this code
+        # (macros/testing/checked_files.sql); dbt run with other --vars reads everything.
+        checks_code = code_fingerprint(project_dir)
+        args += [
+            "--vars",
+            json.dumps({"landing_path": lakehouse.landing_location, "checks_code": checks_code}),
+        ]
     return args
 
 

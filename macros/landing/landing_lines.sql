@@ -58,3 +58,12 @@
         )
     {%- endif -%}
 {%- endmacro %}
+
+{#- A filter of `path_column` to `files` (none: every file). -#}
+{% macro in_files(files, path_column) -%}
+    {%- if files is none -%}
+        true
+    {%- else -%}
+        {{ landing_file_filter(path_column, files) }}
+    {%- endif -%}
+{%- endmacro %}

@@ -1,9 +1,11 @@
 """Bad landing input: every kind lands in landing_quarantine with a reason, or is handled as the
-spec says, and the build succeeds with every line accounted for."""
+spec says, and the build succeeds with every line accounted for. Then the data tests, which read
+only what changed since they passed, still find a bad row or an unbuilt file that appears."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import random
@@ -93,8 +95,13 @@ DLQ_LINES = [
 
 
 @pytest.fixture(scope="module")
-def bad_landing(spark, lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFactory):
-    landing = tmp_path_factory.mktemp("bad-landing")
+def bad_landing_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bad-landing")
+
+
+@pytest.fixture(scope="module")
+def bad_landing(spark, lakehouse: Lakehouse, bad_landing_folder: Path):
+    landing = bad_landing_folder
     trace = landing / "trace"
     trace.mkdir()
     good = [
@@ -325,3 +332,85 @@ def test_bad_configuration_leaves_the_lakehouse_exactly_as_it_was(
         seed_file in str(error.value) and "row " in str(error.value) and named in str(error.value)
     )
     assert _fingerprint(lakehouse.root) == before
+
+
+def _data_tests(lakehouse: Lakehouse, names: list[str]) -> dict[str, tuple[str, int]]:
+    """Run the named data tests through `retrylake dbt`; each one's status and failing rows."""
+    from retrylake.commands import dbt
+    from retrylake.errors import DbtFailedError
+
+    with contextlib.suppress(DbtFailedError):  # the results say which failed
+        dbt(PROJECT_DIR, lakehouse, ["test", "--select", *names])
+    results = json.loads((lakehouse.dbt_target / "run_results.json").read_text())["results"]
+    return {
+        result["unique_id"].split(".")[2]: (result["status"], result["failures"])
+        for result in results
+        if result["unique_id"].startswith("test.")
+    }
+
+
+def _compiled(lakehouse: Lakehouse, path: str) -> str:
+    return (lakehouse.dbt_target / "compiled" / "retrylake" / path).read_text()
+
+
+ATTEMPTS_CHECKS = "models/marts/ledger/_ledger__models.yml/consume_attempts_table_checks.sql"
+LANDING_CHECK = "tests/dbt/landing_lines_accounted_for.sql"
+
+
+def test_data_tests_read_what_changed_since_they_passed(
+    spark, bad_landing, bad_landing_folder: Path, lakehouse: Lakehouse
+):
+    """The fixture's build ran every data test, and each that passed recorded the files it read.
+    Nothing changed since, so the fact marts' checks and the landing check read nothing. A copy
+    of an attempt written into a new partition is read there: its key, counted over the whole
+    table, is on 2 rows, and its lifecycle is in another partition; the copy's partition is the
+    only one read, so each test fails on that one row. A landed file not built yet fails the
+    landing check."""
+    built = Lakehouse(lakehouse.root, bad_landing_folder)
+    tests = ["consume_attempts_table_checks", "lifecycle_deliveries_are_the_attempts"]
+    assert _data_tests(built, [*tests, "landing_lines_accounted_for"]) == {
+        "consume_attempts_table_checks": ("pass", 0),
+        "lifecycle_deliveries_are_the_attempts": ("pass", 0),
+        "landing_lines_accounted_for": ("pass", 0),
+    }
+    assert "where false" in _compiled(built, ATTEMPTS_CHECKS)
+    assert "_metadata.file_path in (" not in _compiled(built, LANDING_CHECK)
+    assert "where false" in _compiled(built, LANDING_CHECK)
+
+    attempts = "retrylake_unpublished.consume_attempts"
+    copied = spark.sql(f"select * from {attempts} order by msg_id, delivery_number").first()
+    taken = {
+        row.lifecycle_hour
+        for row in spark.sql(f"select distinct lifecycle_hour from {attempts}").collect()
+    }
+    hour = min(set(range(24)) - taken)
+    columns = [name for name in copied.asDict() if name not in ("lifecycle_date", "lifecycle_hour")]
+    spark.sql(
+        f"insert into {attempts} select {', '.join(columns)}, lifecycle_date, {hour}"
+        f" from {attempts}"
+        f" where request_id = '{copied.request_id}' and msg_id = '{copied.msg_id}'"
+        f" and delivery_number = {copied.delivery_number}"
+    )
+    try:
+        assert _data_tests(built, tests) == {
+            "consume_attempts_table_checks": ("fail", 1),
+            "lifecycle_deliveries_are_the_attempts": ("fail", 1),
+        }
+        scoped = _compiled(built, ATTEMPTS_CHECKS)
+        assert f"cast(lifecycle_hour as string) = '{hour}'" in scoped
+        assert "cast(lifecycle_hour as string) = '" + str(copied.lifecycle_hour) not in scoped
+    finally:
+        spark.sql(
+            f"alter table {attempts} drop partition"
+            f" (lifecycle_date = '{copied.lifecycle_date}', lifecycle_hour = {hour})"
+        )
+
+    late = bad_landing_folder / "trace" / "late.jsonl"
+    late.write_text(_line(10, "x", T0 + 5) + "\n" + _line(11, "y", T0 + 6) + "\n")
+    try:
+        assert _data_tests(built, ["landing_lines_accounted_for"]) == {
+            "landing_lines_accounted_for": ("fail", 1)
+        }
+        assert str(late) in _compiled(built, LANDING_CHECK)
+    finally:
+        late.unlink()

@@ -2,7 +2,8 @@
 dbt renders it and run on rows written here: it returns exactly the rows that break a check,
 each naming what failed; it lets a null through an accepted-values column, as dbt's
 accepted_values does; and it counts rows whose key columns are null as one key, as a group by
-does."""
+does. On a fact mart with a record of its last pass it reads the changed partitions only, and
+still counts their keys over the whole table."""
 
 import re
 
@@ -14,15 +15,37 @@ from tests.conftest import PROJECT_DIR
 pytestmark = pytest.mark.spark
 
 TEST_FILE = PROJECT_DIR / "tests" / "dbt" / "generic" / "table_checks.sql"
+CHECKED_FILES = PROJECT_DIR / "macros" / "testing" / "checked_files.sql"
 
 
-def _rendered(model: str, **arguments) -> str:
+class _Relation(str):
+    identifier = "mart_under_test"
+
+
+def _rendered(
+    model: str,
+    partition_columns: list[str] | None = None,
+    changed: list[list[str]] | None = None,
+    **arguments,
+) -> str:
+    """The test's SQL; with `partition_columns` the model is a fact mart whose `changed`
+    partitions (None: no record) are what changed since the test last passed."""
+    environment = Environment(extensions=["jinja2.ext.do"])
+    environment.globals.update(
+        config=lambda **_: "",
+        fact_mart_partition_columns=lambda name: partition_columns or [],
+        partitions_changed_since_pass=lambda name, relations, columns: changed,
+    )
+    # the filter on the changed partitions is the project's macro
+    environment.globals["in_partitions"] = environment.from_string(
+        CHECKED_FILES.read_text()
+    ).module.in_partitions
     # dbt's {% test %} block is a macro with the tested relation as `model`
     text = TEST_FILE.read_text()
     text = re.sub(r"{%\s*test (\w+)\(", r"{% macro \1(", text)
     text = re.sub(r"{%\s*endtest\s*%}", "{% endmacro %}", text)
-    macros = Environment(extensions=["jinja2.ext.do"]).from_string(text).module
-    return str(macros.table_checks(model, **arguments))
+    macros = environment.from_string(text).module
+    return str(macros.table_checks(_Relation(model), **arguments))
 
 
 def test_returns_the_rows_that_break_a_check_and_names_it(spark) -> None:
@@ -86,3 +109,54 @@ def test_an_expression_that_is_null_fails_and_is_named_with_its_quotes(spark) ->
         expressions=["state <> 'DLQ'"],
     )
     assert [row.failed_checks for row in spark.sql(sql).collect()] == ["not (state <> 'DLQ')"]
+
+
+def test_a_fact_mart_is_read_in_its_changed_partitions_with_keys_counted_over_the_table(
+    spark,
+) -> None:
+    spark.sql(
+        """
+        create or replace temporary view partitioned_under_test as
+        select * from values
+            (1, 'a', 1, 'OK'),
+            (2, 'a', 2, 'OK'),
+            (3, 'b', 1, 'OK'),
+            (4, 'b', 1, 'OK'),
+            (5, null, 2, 'OK'),
+            (6, null, 1, 'OK'),
+            (7, 'c', 2, 'OK'),
+            (8, 'd', 3, 'BOGUS'),
+            (9, 'd', 3, 'OK'),
+            (10, 'e', 1, 'BOGUS')
+        as mart(row_id, msg_id, lifecycle_hour, state)
+        """
+    )
+    checks = {"accepted_values": {"state": ["OK"]}, "unique_keys": [["msg_id"]]}
+
+    def failing(changed):
+        sql = _rendered(
+            "partitioned_under_test", ["lifecycle_hour"], changed, not_null=["row_id"], **checks
+        )
+        return {row.row_id: row.failed_checks for row in spark.sql(sql).collect()}
+
+    # hours 2 and 3 changed: their rows are checked, and their keys are counted in hour 1 too
+    # (rows 2 and 5); hour 1's own duplicate (3, 4) and bad state (10) passed before
+    assert failing([["2"], ["3"]]) == {
+        2: "(msg_id) on 2 rows",
+        5: "(msg_id) on 2 rows",
+        8: "state = BOGUS is not accepted; (msg_id) on 2 rows",
+        9: "(msg_id) on 2 rows",
+    }
+    assert failing([]) == {}
+    # no record: every row
+    assert failing(None) == {
+        1: "(msg_id) on 2 rows",
+        2: "(msg_id) on 2 rows",
+        3: "(msg_id) on 2 rows",
+        4: "(msg_id) on 2 rows",
+        5: "(msg_id) on 2 rows",
+        6: "(msg_id) on 2 rows",
+        8: "state = BOGUS is not accepted; (msg_id) on 2 rows",
+        9: "(msg_id) on 2 rows",
+        10: "state = BOGUS is not accepted",
+    }
