@@ -67,13 +67,12 @@ lines_in_files as (
     from landing_files
 ),
 
-staged_lines as (
+all_staged_lines as (
     select
         source_file,
         line_number,
         line_error
     from {{ ref('stg_landing__trace_lines') }}
-    where {{ in_files(files, 'source_file') }}
 
     union all
 
@@ -82,7 +81,6 @@ staged_lines as (
         line_number,
         line_error
     from {{ ref('stg_landing__dlq_lines') }}
-    where {{ in_files(files, 'source_file') }}
 
     union all
 
@@ -91,7 +89,6 @@ staged_lines as (
         line_number,
         line_error
     from {{ ref('stg_landing__otel_lines') }}
-    where {{ in_files(files, 'source_file') }}
 
     union all
 
@@ -100,7 +97,6 @@ staged_lines as (
         line_number,
         line_error
     from {{ ref('stg_landing__consume_event_lines') }}
-    where {{ in_files(files, 'source_file') }}
 
     union all
 
@@ -109,6 +105,10 @@ staged_lines as (
         line_number,
         line_error
     from {{ ref('stg_landing__broker_log_lines') }}
+),
+
+staged_lines as (
+    select * from all_staged_lines
     where {{ in_files(files, 'source_file') }}
 ),
 
@@ -124,41 +124,12 @@ staged as (
 ),
 
 -- every file's quarantined lines, compared with the quarantine whatever the files compared
-staged_error_lines as (
-    select source_file
-    from {{ ref('stg_landing__trace_lines') }}
-    where line_error is not null and line_number > 0
-
-    union all
-
-    select source_file
-    from {{ ref('stg_landing__dlq_lines') }}
-    where line_error is not null and line_number > 0
-
-    union all
-
-    select source_file
-    from {{ ref('stg_landing__otel_lines') }}
-    where line_error is not null and line_number > 0
-
-    union all
-
-    select source_file
-    from {{ ref('stg_landing__consume_event_lines') }}
-    where line_error is not null and line_number > 0
-
-    union all
-
-    select source_file
-    from {{ ref('stg_landing__broker_log_lines') }}
-    where line_error is not null and line_number > 0
-),
-
 staged_errors as (
     select
         source_file,
         count(*) as quarantined_lines
-    from staged_error_lines
+    from all_staged_lines
+    where line_error is not null and line_number > 0
     group by source_file
 ),
 
