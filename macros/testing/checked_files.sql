@@ -44,16 +44,20 @@
 {% endmacro %}
 
 {#- The name a test's files are recorded under: a generic test by its kind, its model and its
-    column (the generic tests' macros know these, not the test's name), a singular test by its
-    file. -#}
+    column (the generic tests' macros know these, not the test's name; they call
+    generic_check_name), a singular test by its file. -#}
 {% macro check_name(node) %}
     {%- if node.test_metadata is defined and node.test_metadata -%}
         {%- set tested = node.depends_on.nodes | select('in', graph.nodes) | list -%}
-        {%- set column = node.test_metadata.kwargs.get('column_name') -%}
-        {{ return(node.test_metadata.name ~ '__' ~ graph.nodes[node.attached_node or tested[0]].name
-            ~ ('__' ~ column if column else '')) }}
+        {{ return(generic_check_name(node.test_metadata.name,
+            graph.nodes[node.attached_node or tested[0]].name,
+            node.test_metadata.kwargs.get('column_name'))) }}
     {%- endif -%}
     {{ return(node.name) }}
+{% endmacro %}
+
+{% macro generic_check_name(test, model_name, column_name=none) %}
+    {{ return(test ~ '__' ~ model_name ~ ('__' ~ column_name if column_name else '')) }}
 {% endmacro %}
 
 {% macro table_location(relation) %}

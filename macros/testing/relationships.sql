@@ -13,7 +13,7 @@
 {%- set changed = none -%}
 {%- if by_partition -%}
     {%- set changed = partitions_changed_since_pass(
-        'relationships__' ~ model.identifier ~ '__' ~ column_name, [model, to], columns) -%}
+        generic_check_name('relationships', model.identifier, column_name), [model, to], columns) -%}
 {%- endif %}
 
 with

@@ -35,6 +35,7 @@ def _rendered(
         config=lambda **_: "",
         fact_mart_partition_columns=lambda name: partition_columns or [],
         partitions_changed_since_pass=lambda name, relations, columns: changed,
+        generic_check_name=lambda *names: "__".join(names),
     )
     # the filter on the changed partitions is the project's macro
     environment.globals["in_partitions"] = environment.from_string(

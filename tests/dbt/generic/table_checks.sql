@@ -17,7 +17,7 @@
 {%- set changed = none -%}
 {%- if partition_columns -%}
     {%- set changed = partitions_changed_since_pass(
-        'table_checks__' ~ model.identifier, [model], partition_columns) -%}
+        generic_check_name('table_checks', model.identifier), [model], partition_columns) -%}
 {%- endif -%}
 
 {%- set checks = [] -%}
