@@ -63,3 +63,21 @@
     {%- endif -%}
     select 1
 {% endmacro %}
+
+{#- Pre-hook of the day-partitioned dead-letter fact marts (int_dlq__lifecycles, int_dlq__decisions):
+    empty the scope's days before they are written again, so a day left with no row (its dead
+    letters' lifecycles moved to an earlier day) does not keep its old ones. A crash between the
+    two leaves the run state where it was, and the next run rewrites the same days. -#}
+{% macro drop_refresh_days() %}
+    {%- if execute and is_incremental() and not refresh_scope_is_everything() -%}
+        {%- set days = partitions_by_date(ref('int_run__refresh_partitions')) -%}
+        {%- if days | length > 0 -%}
+            {%- set specs = [] -%}
+            {%- for day in days -%}
+                {%- do specs.append("partition (lifecycle_date = '" ~ day[0] ~ "')") -%}
+            {%- endfor -%}
+            {%- do run_query("alter table " ~ this ~ " drop if exists " ~ specs | join(", ")) -%}
+        {%- endif -%}
+    {%- endif -%}
+    select 1
+{% endmacro %}

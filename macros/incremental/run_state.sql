@@ -105,16 +105,23 @@
 {% endmacro %}
 
 {% macro previous_fact_relation(name) %}
-    {#- The fact mart as the previous run left it, or none on a first or full-refresh build.
-        Looked up by name rather than ref(): the refresh scope reads the marts' previous state,
-        which ref() would turn into a cycle. -#}
+    {#- The fact mart as the previous run left it, or none on a first or full-refresh build, or
+        while any fact mart is missing (a lakehouse built before that mart existed). Looked up
+        by name rather than ref(): the refresh scope reads the marts' previous state, which
+        ref() would turn into a cycle. Each in its own schema (the dead-letter ones are in the
+        intermediate schema, the others in the unpublished marts' one). -#}
     {%- if not execute or flags.FULL_REFRESH or in_unit_test() -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- for mart in fact_mart_names() -%}
-        {%- if adapter.get_relation(database=none, schema=unpublished_schema(), identifier=mart) is none -%}
+    {%- set found = {} -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and 'fact_mart' in node.tags -%}
+        {%- set relation = adapter.get_relation(
+            database=none, schema=node.schema, identifier=node.alias or node.name) -%}
+        {%- if relation is none -%}
             {{ return(none) }}
         {%- endif -%}
+        {%- do found.update({node.name: relation}) -%}
     {%- endfor -%}
-    {{ return(adapter.get_relation(database=none, schema=unpublished_schema(), identifier=name)) }}
+    {{ return(found.get(name)) }}
 {% endmacro %}

@@ -9,16 +9,37 @@ from typing import Any
 from retrylake.lakehouse import Lakehouse
 
 
-def fact_marts(lakehouse: Lakehouse) -> list[str]:
-    """The project's fact marts: the models tagged `fact_mart`, as listed by the manifest of the
-    lakehouse's last dbt run. A new fact mart is compared without a test listing it."""
+def _fact_mart_nodes(lakehouse: Lakehouse) -> list[dict]:
+    """The models tagged `fact_mart`, from the manifest of the lakehouse's last dbt run."""
     manifest = json.loads((lakehouse.dbt_target / "manifest.json").read_text())
-    names = sorted(
-        node.get("alias") or node["name"]
+    return [
+        node
         for node in manifest["nodes"].values()
         if node["resource_type"] == "model" and "fact_mart" in node["tags"]
+    ]
+
+
+def fact_marts(lakehouse: Lakehouse) -> list[str]:
+    """The project's published fact marts: the models tagged `fact_mart` in the marts schema.
+    A new fact mart is compared without a test listing it."""
+    names = sorted(
+        node.get("alias") or node["name"]
+        for node in _fact_mart_nodes(lakehouse)
+        if node["config"].get("schema") == "marts"
     )
     assert "message_lifecycles" in names, names  # the tag is there, and read right
+    return names
+
+
+def unpublished_fact_marts(lakehouse: Lakehouse) -> list[str]:
+    """The fact marts kept outside the marts schema (the dead letters' narrowed lifecycles and
+    decisions), as `schema.table`."""
+    names = sorted(
+        f"{node['schema']}.{node.get('alias') or node['name']}"
+        for node in _fact_mart_nodes(lakehouse)
+        if node["config"].get("schema") != "marts"
+    )
+    assert "retrylake_intermediate.int_dlq__lifecycles" in names, names
     return names
 
 

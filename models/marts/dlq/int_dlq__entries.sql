@@ -8,12 +8,20 @@
 {{ config(materialized='table', schema='intermediate') }}
 with
 
-lifecycles as (
-    select * from {{ ref('message_lifecycles') }}
+-- The lifecycles and decisions of the (group, message) pairs with a dead letter on either side,
+-- kept by day by their fact marts: few next to all lifecycles, so this reads them instead of
+-- every hour of the ledger.
+lifecycles_with_dead_letters as (
+    select * from {{ ref('int_dlq__lifecycles') }}
 ),
 
-decisions as (
-    select * from {{ ref('retry_decisions') }}
+decisions_with_dead_letters as (
+    select * from {{ ref('int_dlq__decisions') }}
+),
+
+-- Only for each group's highest traced count: one column of every lifecycle.
+all_lifecycles as (
+    select * from {{ ref('message_lifecycles') }}
 ),
 
 copies as (
@@ -24,68 +32,11 @@ broker_forwards as (
     select * from {{ ref('stg_broker_log__dlq_forwards') }}
 ),
 
-redeliveries as (
-    select * from {{ ref('redeliveries') }}
-),
-
 consumer_groups as (
     select * from {{ ref('int_consumer_group_settings') }}
 ),
 
--- The (group, message) pairs with a dead letter on either side: few next to the lifecycles and
--- decisions, so the joins below read only their rows (broadcast) instead of shuffling the marts.
--- (RF02 mistakes the hint for a column.)
-predicted_or_observed as (
-    select
-        consumer_group,
-        msg_id
-    from decisions
-    where decision = 'DLQ'
-
-    union
-
-    select
-        consumer_group,
-        lifecycle_msg_id as msg_id
-    from copies
-
-    union
-
-    select
-        consumer_group,
-        msg_id
-    from broker_forwards
-),
-
-lifecycles_with_dead_letters as (
-    select /*+ broadcast(predicted_or_observed) */ lifecycles.*  -- noqa: RF02
-    from lifecycles
-    left semi join predicted_or_observed
-        on
-            lifecycles.consumer_group = predicted_or_observed.consumer_group
-            and lifecycles.msg_id = predicted_or_observed.msg_id
-),
-
-decisions_with_dead_letters as (
-    select /*+ broadcast(predicted_or_observed) */ decisions.*  -- noqa: RF02
-    from decisions
-    left semi join predicted_or_observed
-        on
-            decisions.consumer_group = predicted_or_observed.consumer_group
-            and decisions.msg_id = predicted_or_observed.msg_id
-),
-
--- A DLQ decision the message came back from, sent by the client itself after its send-back
--- failed (the fallback ignores the level, §3.4), never reached the DLQ.
-overturned_decisions as (
-    select
-        consumer_group,
-        msg_id,
-        previous_delivery_number as delivery_number
-    from redeliveries
-    where {{ overturns_dlq_decision('previous_decision', 'redelivery_cause') }}
-),
-
+-- A DLQ decision the client overturned (is_overturned, int_dlq__decisions) never reached the DLQ.
 predicted as (
     select
         decisions.consumer_group,
@@ -100,13 +51,8 @@ predicted as (
             partition by decisions.consumer_group, decisions.msg_id
             order by decisions.entered_dlq_at, decisions.delivery_number
         ) as entry_number
-    from decisions
-    left anti join overturned_decisions
-        on
-            decisions.consumer_group = overturned_decisions.consumer_group
-            and decisions.msg_id = overturned_decisions.msg_id
-            and decisions.delivery_number = overturned_decisions.delivery_number
-    where decisions.decision = 'DLQ'
+    from decisions_with_dead_letters as decisions
+    where decisions.decision = 'DLQ' and not decisions.is_overturned
 ),
 
 -- A 5.x broker's DLQ log line is the same evidence as an exported copy, without its count and
@@ -221,7 +167,7 @@ traced_highest_counts as (
     select
         consumer_group,
         max(max_reconsume_times) as highest_traced_reconsume_times
-    from lifecycles
+    from all_lifecycles
     group by consumer_group
 ),
 
