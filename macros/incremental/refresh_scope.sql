@@ -50,12 +50,13 @@
 {%- endmacro %}
 
 {#- The rows of a fact mart (`relation`) that belong to lifecycles in the scope: its partitions
-    in the scope, which this run has just rewritten. With grain 'day', their whole days. -#}
-{% macro rows_in_refresh_scope(relation, partitions, grain='hour') -%}
+    in the scope, which this run has just rewritten. With grain 'day', their whole days; with
+    `everything`, all of them (see fact_mart_lacks_columns). -#}
+{% macro rows_in_refresh_scope(relation, partitions, grain='hour', everything=false) -%}
     select in_scope.*
     from {{ relation }} as in_scope
     where
-    {%- if not execute or refresh_scope_is_everything() %} true
+    {%- if not execute or everything or refresh_scope_is_everything() %} true
     {%- else %} {{ in_refresh_partitions(partitions, 'in_scope.', grain) }}
     {%- endif %}
 {%- endmacro %}
@@ -112,3 +113,17 @@
         /*+ REPARTITION({{ columns | join(', ') }}) */
     {%- endif -%}
 {%- endmacro %}
+
+{#- Whether the table of this incremental model lacks a column its YAML documents: a lakehouse
+    built before the column was added. Its run then reads and rewrites every partition, so that
+    no partition outside the scope keeps the column empty. -#}
+{% macro fact_mart_lacks_columns() %}
+    {%- if not execute or in_unit_test() or not is_incremental() -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set existing = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list -%}
+    {%- for name in model.columns if name | lower not in existing -%}
+        {{ return(true) }}
+    {%- endfor -%}
+    {{ return(false) }}
+{% endmacro %}

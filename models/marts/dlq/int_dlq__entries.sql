@@ -19,9 +19,9 @@ decisions_with_dead_letters as (
     select * from {{ ref('int_dlq__decisions') }}
 ),
 
--- Only for each group's highest traced count: one column of every lifecycle.
-all_lifecycles as (
-    select * from {{ ref('message_lifecycles') }}
+-- Only for each group's highest traced count, kept per day there.
+daily_stats as (
+    select * from {{ ref('group_retry_stats_daily') }}
 ),
 
 copies as (
@@ -167,7 +167,7 @@ traced_highest_counts as (
     select
         consumer_group,
         max(max_reconsume_times) as highest_traced_reconsume_times
-    from all_lifecycles
+    from daily_stats
     group by consumer_group
 ),
 

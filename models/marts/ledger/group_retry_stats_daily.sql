@@ -1,18 +1,25 @@
 {{ config(post_hook="{{ drop_days_without_lifecycles() }}") }}
 -- Retry health per consumer group and day. A day is the cohort of messages first delivered to
 -- the group that UTC day, so its rates and percentiles describe whole lifecycles.
+{%- set every_day = fact_mart_lacks_columns() %}
 with
 
 lifecycles as (
-    {{ rows_in_refresh_scope(ref('message_lifecycles'), ref('int_run__refresh_partitions'), grain='day') }}
+    {{ rows_in_refresh_scope(
+        ref('message_lifecycles'), ref('int_run__refresh_partitions'), grain='day', everything=every_day
+    ) }}
 ),
 
 attempts as (
-    {{ rows_in_refresh_scope(ref('consume_attempts'), ref('int_run__refresh_partitions'), grain='day') }}
+    {{ rows_in_refresh_scope(
+        ref('consume_attempts'), ref('int_run__refresh_partitions'), grain='day', everything=every_day
+    ) }}
 ),
 
 redeliveries as (
-    {{ rows_in_refresh_scope(ref('redeliveries'), ref('int_run__refresh_partitions'), grain='day') }}
+    {{ rows_in_refresh_scope(
+        ref('redeliveries'), ref('int_run__refresh_partitions'), grain='day', everything=every_day
+    ) }}
 ),
 
 redelivery_causes as (
@@ -57,6 +64,7 @@ cohorts as (
         count_if(final_state = 'DROPPED') as dropped,
         count_if(successful_deliveries > 1) as consumed_more_than_once,
         count_if(final_state in ('WAITING_RETRY', 'RETRY_OVERDUE', 'IN_FLIGHT')) as still_open,
+        max(max_reconsume_times) as max_reconsume_times,
         percentile(deliveries, 0.5) as p50_deliveries,
         percentile(deliveries, 0.95) as p95_deliveries,
         percentile(time_to_success_ms, 0.5) as p50_time_to_success_ms,
@@ -95,6 +103,7 @@ final as (
         ] -%}
             coalesce(redelivery_causes.{{ cause }}, 0) as {{ cause }},
         {% endfor -%}
+        cohorts.max_reconsume_times,
         cohorts.lifecycle_date as stat_date
     from cohorts
     left join first_deliveries
