@@ -43,38 +43,18 @@
     select 1
 {% endmacro %}
 
-{#- The daily stats are partitioned by day: a rewritten day holds every group's row, so a day
-    to drop is one left with no lifecycles at all. -#}
-{% macro drop_days_without_lifecycles() %}
-    {%- if execute and is_incremental() -%}
-        {%- set stale_query -%}
-            select distinct cast(stats.stat_date as string) as stat_date
-            from {{ this }} as stats
-            left anti join {{ ref('message_lifecycles') }} as lifecycles
-                on stats.stat_date = lifecycles.lifecycle_date
-            where {{ in_refresh_partitions(
-                ref('int_run__refresh_partitions'), 'stats.', grain='day', date_column='stat_date'
-            ) }}
-        {%- endset -%}
-        {%- for stale_date in run_query(stale_query).columns[0].values() -%}
-            {%- do run_query("alter table " ~ this ~ " drop if exists partition (stat_date = '"
-                ~ stale_date ~ "')") -%}
-        {%- endfor -%}
-    {%- endif -%}
-    select 1
-{% endmacro %}
-
-{#- Pre-hook of the day-partitioned dead-letter fact marts (int_dlq__lifecycles, int_dlq__decisions):
-    empty the scope's days before they are written again, so a day left with no row (its dead
-    letters' lifecycles moved to an earlier day) does not keep its old ones. A crash between the
-    two leaves the run state where it was, and the next run rewrites the same days. -#}
-{% macro drop_refresh_days() %}
+{#- Pre-hook of the fact marts partitioned by day (group_retry_stats_daily on `stat_date`, the
+    dead-letter ones on `lifecycle_date`): empty the scope's days before they are written again,
+    so that a day left with no row (its lifecycles, or its dead letters, moved to an earlier day)
+    does not keep its old ones. A crash between the two leaves the run state where it was, and
+    the next run rewrites the same days; readers see the published snapshot meanwhile. -#}
+{% macro drop_refresh_days(date_column='lifecycle_date') %}
     {%- if execute and is_incremental() and not refresh_scope_is_everything() -%}
         {%- set days = partitions_by_date(ref('int_run__refresh_partitions')) -%}
         {%- if days | length > 0 -%}
             {%- set specs = [] -%}
             {%- for day in days -%}
-                {%- do specs.append("partition (lifecycle_date = '" ~ day[0] ~ "')") -%}
+                {%- do specs.append("partition (" ~ date_column ~ " = '" ~ day[0] ~ "')") -%}
             {%- endfor -%}
             {%- do run_query("alter table " ~ this ~ " drop if exists " ~ specs | join(", ")) -%}
         {%- endif -%}

@@ -8,18 +8,23 @@
     {{ target.schema }}_meta.run_state
 {%- endmacro %}
 
-{#- The fact marts are the models tagged `fact_mart` (every model in models/marts/ledger, by
-    dbt_project.yml), so a new fact mart cannot be forgotten here. -#}
-{% macro fact_mart_names() -%}
-    {%- set names = [] -%}
+{#- The fact marts are the models tagged `fact_mart` (every model in models/marts/ledger and the
+    dead-letter ones, by dbt_project.yml), so a new fact mart cannot be forgotten here: their
+    graph nodes, by name. -#}
+{% macro fact_mart_nodes() -%}
+    {%- set nodes = {} -%}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and 'fact_mart' in node.tags -%}
-        {%- do names.append(node.name) -%}
+        {%- do nodes.update({node.name: node}) -%}
     {%- endfor -%}
-    {%- if execute and names | length == 0 -%}
+    {%- if execute and nodes | length == 0 -%}
         {{ exceptions.raise_compiler_error("no model is tagged fact_mart; see dbt_project.yml") }}
     {%- endif -%}
-    {{ return(names | sort) }}
+    {{ return(nodes) }}
+{%- endmacro %}
+
+{% macro fact_mart_names() -%}
+    {{ return(fact_mart_nodes().keys() | sort) }}
 {%- endmacro %}
 
 {#- The staging table each landing feed's load ids come from, and its run-state column. -#}
@@ -113,15 +118,14 @@
     {%- if not execute or flags.FULL_REFRESH or in_unit_test() -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set found = {} -%}
-    {%- for node in graph.nodes.values()
-        if node.resource_type == 'model' and 'fact_mart' in node.tags -%}
-        {%- set relation = adapter.get_relation(
-            database=none, schema=node.schema, identifier=node.alias or node.name) -%}
-        {%- if relation is none -%}
+    {%- set nodes = fact_mart_nodes() -%}
+    {%- for node in nodes.values() -%}
+        {%- if adapter.get_relation(
+                database=none, schema=node.schema, identifier=node.alias or node.name) is none -%}
             {{ return(none) }}
         {%- endif -%}
-        {%- do found.update({node.name: relation}) -%}
     {%- endfor -%}
-    {{ return(found.get(name)) }}
+    {%- set node = nodes[name] -%}
+    {{ return(adapter.get_relation(
+        database=none, schema=node.schema, identifier=node.alias or node.name)) }}
 {% endmacro %}

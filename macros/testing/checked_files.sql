@@ -163,12 +163,12 @@
     {%- if not execute -%}
         {{ return([]) }}
     {%- endif -%}
-    {%- for node in graph.nodes.values()
-        if node.resource_type == 'model' and node.name == name and 'fact_mart' in node.tags -%}
-        {%- set columns = node.config.partition_by -%}
-        {{ return([columns] if columns is string else columns) }}
-    {%- endfor -%}
-    {{ return([]) }}
+    {%- set node = fact_mart_nodes().get(name) -%}
+    {%- if node is none -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set columns = node.config.partition_by -%}
+    {{ return([columns] if columns is string else columns) }}
 {% endmacro %}
 
 {#- The landing files as the landing check starts (see landing_files_seen_relation). -#}

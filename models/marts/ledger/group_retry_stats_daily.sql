@@ -1,4 +1,4 @@
-{{ config(post_hook="{{ drop_days_without_lifecycles() }}") }}
+{{ config(pre_hook="{{ drop_refresh_days('stat_date') }}") }}
 -- Retry health per consumer group and day. A day is the cohort of messages first delivered to
 -- the group that UTC day, so its rates and percentiles describe whole lifecycles.
 {%- set every_day = fact_mart_lacks_columns() %}
