@@ -33,7 +33,7 @@ def fact_marts(lakehouse: Lakehouse) -> list[str]:
 
 def unpublished_fact_marts(lakehouse: Lakehouse) -> list[str]:
     """The fact marts kept outside the marts schema (the dead letters' narrowed lifecycles and
-    decisions), as `schema.table`."""
+    decisions, schedule_fit's counted sample), as `schema.table`."""
     names = sorted(
         f"{node['schema']}.{node.get('alias') or node['name']}"
         for node in _fact_mart_nodes(lakehouse)
