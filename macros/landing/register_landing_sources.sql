@@ -3,9 +3,10 @@
     each feed (landing_feeds), `<feed>_files` reads each file into one row (`wholetext`) so
     staging can number its lines exactly, and skips a file it cannot read (a truncated gzip)
     instead of failing the build; `<feed>_file_list` lists every file without reading it, so
-    such a file is still accounted for. -#}
+    such a file is still accounted for. Not while dbt only compiles (`only_compiling`): the
+    drop and create would race the nodes compiling beside them. -#}
 {% macro register_landing_sources() %}
-    {%- if execute -%}
+    {%- if execute and not only_compiling() -%}
         {%- set landing = landing_path() | replace("'", "\\'") -%}
         {%- set schema = target.schema ~ '_landing' -%}
         {%- set statements = ["create database if not exists " ~ schema] -%}

@@ -171,9 +171,10 @@
     {{ return([columns] if columns is string else columns) }}
 {% endmacro %}
 
-{#- The landing files as the landing check starts (see landing_files_seen_relation). -#}
+{#- The landing files as the landing check starts (see landing_files_seen_relation); nothing
+    while dbt only compiles the check (`dbt docs generate`). -#}
 {% macro see_landing_files() %}
-    {%- if execute and not in_unit_test() -%}
+    {%- if execute and not in_unit_test() and not only_compiling() -%}
         {%- set listings = [] -%}
         {%- for feed in landing_feeds() -%}
             {%- do listings.append("select path, length, modificationTime as modified from "
