@@ -8,9 +8,9 @@
     {{ target.schema }}_meta.run_state
 {%- endmacro %}
 
-{#- The fact marts are the models tagged `fact_mart` (every model in models/marts/ledger and the
-    dead-letter ones, by dbt_project.yml), so a new fact mart cannot be forgotten here: their
-    graph nodes, by name. -#}
+{#- The fact marts are the models tagged `fact_mart` (every model in models/marts/ledger, and
+    the ones kept by day in the intermediate schema, by dbt_project.yml), so a new fact mart
+    cannot be forgotten here: their graph nodes, by name. -#}
 {% macro fact_mart_nodes() -%}
     {%- set nodes = {} -%}
     {%- for node in graph.nodes.values()
