@@ -109,26 +109,32 @@ def prepare(root: Path, records: int, seed: int) -> dict:
             max(hours * NEW_SHARE, 0.1),
         )
     )
+    began = time.perf_counter()
     with ProcessPoolExecutor(max_workers=2) as pool:
         chunks = list(pool.map(_generate_chunk, jobs))
+    wall_seconds = time.perf_counter() - began
     return {
         "small": {"records": chunks[0]["records"]},
         "large": {"records": sum(chunk["records"] for chunk in chunks[:HISTORY_FACTOR])},
         "new": {"records": chunks[-1]["records"]},
-        "generator": _generator_rate(chunks),
+        "generator": _generator_rate(chunks, wall_seconds),
     }
 
 
-def _generator_rate(chunks: list[dict]) -> dict:
-    """Records written per second of generator time, over the chunks generated in this run
-    (none when every chunk came from the cache)."""
+def _generator_rate(chunks: list[dict], wall_seconds: float) -> dict:
+    """Records written per second over the chunks generated in this run (none when every chunk
+    came from the cache): per second of one process's time (the chunks' seconds summed), and per
+    second of wall time with both cores at work, given only when no chunk came from the cache."""
     timed = [chunk for chunk in chunks if "seconds" in chunk]
     seconds = sum(chunk["seconds"] for chunk in timed)
     records = sum(chunk["records"] for chunk in timed)
+    all_generated = bool(timed) and len(timed) == len(chunks)
     return {
         "seconds": round(seconds, 1),
         "records": records,
         "records_per_second": round(records / seconds) if seconds else None,
+        "wall_seconds": round(wall_seconds, 1) if all_generated else None,
+        "records_per_wall_second": round(records / wall_seconds) if all_generated else None,
     }
 
 
