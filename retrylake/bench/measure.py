@@ -11,6 +11,7 @@ histories are measured in two child processes (`python -m retrylake.bench`).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import shutil
 import subprocess
@@ -328,8 +329,45 @@ def _phase_figures(records: int, phase: dict) -> dict:
     }
 
 
+def _git(project_dir: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(project_dir), *args], capture_output=True, check=False
+        )
+    except OSError:  # no git on this machine
+        return None
+    return done.stdout.decode(errors="replace") if done.returncode == 0 else None
+
+
+def code_state(project_dir: Path) -> dict:
+    """The commit the project's files are at and whether they differ from it (changes to
+    tracked files, or files git does not ignore); all None outside a git checkout."""
+    commit = _git(project_dir, "rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "clean": None, "fingerprint": None}
+    changes = (_git(project_dir, "status", "--porcelain") or "") + (
+        _git(project_dir, "diff", "HEAD", "--binary") or ""
+    )
+    return {
+        "commit": commit.strip(),
+        "clean": changes == "",
+        "fingerprint": hashlib.sha256(changes.encode()).hexdigest()[:16],
+    }
+
+
+def _code_figures(before: dict, after: dict) -> dict:
+    """What the bench ran: the commit, whether the files matched it, and whether they stayed
+    the same from the first build to the last (the builds read the project's files as they go)."""
+    return {
+        "commit": before["commit"],
+        "clean": before["clean"],
+        "unchanged_during_run": None if before["commit"] is None else before == after,
+    }
+
+
 def bench(root: Path, records: int, seed: int, project_dir: Path, tests: bool = True) -> dict:
     root.mkdir(parents=True, exist_ok=True)
+    code_before = code_state(project_dir)
     print(
         "retrylake bench: generating (cached after the first run) ...", file=sys.stderr, flush=True
     )
@@ -360,6 +398,7 @@ def bench(root: Path, records: int, seed: int, project_dir: Path, tests: bool = 
         if child.returncode != 0:
             raise RuntimeError(f"bench phase {phase} failed:\n{child.stderr[-4000:]}")
         phases[phase] = json.loads(child.stdout.strip().splitlines()[-1])
+    code = _code_figures(code_before, code_state(project_dir))
     small = _phase_figures(generated["small"]["records"], phases["small"])
     large = _phase_figures(generated["large"]["records"], phases["large"])
     return {
@@ -372,4 +411,5 @@ def bench(root: Path, records: int, seed: int, project_dir: Path, tests: bool = 
         ),
         "driver_peak_rss_mb": max(small["driver_peak_rss_mb"], large["driver_peak_rss_mb"]),
         "generator": generated["generator"],
+        "code": code,
     }
