@@ -2,15 +2,21 @@
 -- predicted, observed or both (int_dlq__entries), and whether it was recovered: re-sent, or
 -- consumed by a group that reads the DLQ. Dead letters are few next to deliveries: the table
 -- is rebuilt whole on every run, so an entry stays put when an operator recovers the message
--- later.
+-- later. It reads the fact marts kept by day, not every hour of message_lifecycles.
 with
 
 entries as (
     select * from {{ ref('int_dlq__entries') }}
 ),
 
-lifecycles as (
-    select * from {{ ref('message_lifecycles') }}
+-- The lifecycles begun on a stored copy (a first delivery with a count) are kept there.
+lifecycles_begun_on_a_copy as (
+    select * from {{ ref('int_dlq__lifecycles') }}
+    where first_reconsume_times > 0
+),
+
+daily_stats as (
+    select * from {{ ref('group_retry_stats_daily') }}
 ),
 
 -- A group that consumes `%DLQ%<group>` receives the stored copies: its first delivery of a
@@ -22,21 +28,21 @@ recovery_deliveries as (
         entries.consumer_group,
         entries.msg_id,
         recovering.consumed_at
-    from lifecycles as recovering
+    from lifecycles_begun_on_a_copy as recovering
     inner join entries
         on
             recovering.msg_id = entries.msg_id
             and recovering.consumer_group <> entries.consumer_group
             and recovering.first_consume_at
             >= coalesce(entries.observed_stored_at, entries.predicted_entered_dlq_at)
-    where recovering.first_reconsume_times > 0
 ),
 
+-- Each day's cohort holds the lifecycles first delivered that day: together, all of them.
 group_sizes as (
     select
         consumer_group,
-        count(*) as lifecycles
-    from lifecycles
+        sum(messages) as lifecycles
+    from daily_stats
     group by consumer_group
 ),
 

@@ -1,7 +1,7 @@
--- The decisions of the lifecycles with a dead letter (int_dlq__lifecycles), by day, each with
--- whether the client overturned it: a DLQ decision the message came back from, sent by the
--- client itself after its send-back failed (the fallback ignores the level, §3.4), never reached
--- the DLQ. A fact mart, rewritten for the days of each run's scope, like int_dlq__lifecycles.
+-- The decisions of the lifecycles with a dead letter (int_dlq__lifecycles' has_dead_letter), by
+-- day, each with whether the client overturned it: a DLQ decision the message came back from,
+-- sent by the client itself after its send-back failed (the fallback ignores the level, §3.4),
+-- never reached the DLQ. A fact mart, rewritten for the days of each run's scope, like int_dlq__lifecycles.
 with
 
 decisions as (
@@ -45,6 +45,7 @@ final as (
         on
             decisions.consumer_group = dead_letter_lifecycles.consumer_group
             and decisions.msg_id = dead_letter_lifecycles.msg_id
+            and dead_letter_lifecycles.has_dead_letter
     left join overturned_decisions
         on
             decisions.consumer_group = overturned_decisions.consumer_group
