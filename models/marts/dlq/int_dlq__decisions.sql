@@ -1,7 +1,8 @@
 -- The decisions of the lifecycles with a dead letter (int_dlq__lifecycles' has_dead_letter), by
 -- day, each with whether the client overturned it: a DLQ decision the message came back from,
 -- sent by the client itself after its send-back failed (the fallback ignores the level, §3.4),
--- never reached the DLQ. A fact mart, rewritten for the days of each run's scope, like int_dlq__lifecycles.
+-- never reached the DLQ. A fact mart, rewritten for the days of each run's scope, like
+-- int_dlq__lifecycles.
 with
 
 decisions as (
