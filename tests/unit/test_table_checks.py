@@ -3,7 +3,8 @@ dbt renders it and run on rows written here: it returns exactly the rows that br
 each naming what failed; it lets a null through an accepted-values column, as dbt's
 accepted_values does; and it counts rows whose key columns are null as one key, as a group by
 does. On a fact mart with a record of its last pass it reads the changed partitions only, and
-still counts their keys over the whole table."""
+still counts their keys over the whole table, every key from one read of the other partitions:
+a fact mart's keys must share a column."""
 
 import re
 
@@ -22,6 +23,18 @@ class _Relation(str):
     identifier = "mart_under_test"
 
 
+class _CompilationError(Exception):
+    pass
+
+
+class _Exceptions:
+    """dbt's `exceptions` in the Jinja context, for the one call the test makes."""
+
+    @staticmethod
+    def raise_compiler_error(message: str) -> None:
+        raise _CompilationError(message)
+
+
 def _rendered(
     model: str,
     partition_columns: list[str] | None = None,
@@ -36,6 +49,7 @@ def _rendered(
         fact_mart_partition_columns=lambda name: partition_columns or [],
         partitions_changed_since_pass=lambda name, relations, columns: changed,
         generic_check_name=lambda *names: "__".join(names),
+        exceptions=_Exceptions,
     )
     # the filter on the changed partitions is the project's macro
     environment.globals["in_partitions"] = environment.from_string(
@@ -161,3 +175,85 @@ def test_a_fact_mart_is_read_in_its_changed_partitions_with_keys_counted_over_th
         9: "(msg_id) on 2 rows",
         10: "state = BOGUS is not accepted",
     }
+
+
+def test_several_keys_of_a_fact_mart_are_counted_over_the_table_from_one_read(spark) -> None:
+    """Two keys sharing (consumer_group, msg_id), as consume_attempts' do: the other partitions
+    are read once, for the rows of the changed rows' messages, and each key is counted there.
+    The changed partition's rows fail exactly as the whole-table check fails them."""
+    spark.sql(
+        """
+        create or replace temporary view attempts_by_hour as
+        select * from values
+            (1, 'g1', 'm1', 'a', 1, 1),
+            (2, 'g1', 'm1', 'b', 2, 1),
+            (3, 'g1', 'm2', 'c', 1, 1),
+            (4, null, 'm3', 'd', 1, 1),
+            (5, 'g1', 'm5', 'x', 1, 1),
+            (6, 'g1', 'm5', 'x', 1, 1),
+            (7, 'g1', 'm1', 'a', 3, 2),
+            (8, 'g1', 'm1', 'e', 2, 2),
+            (9, 'g1', 'm2', 'f', 2, 2),
+            (10, null, 'm3', 'd', 1, 2),
+            (11, 'g2', 'm1', 'a', 1, 2),
+            (12, 'g1', 'm6', 'y', 1, 2),
+            (13, 'g1', 'm6', 'y', 2, 2),
+            (14, 'g1', 'm1', 'a', 4, 3),
+            (15, 'g1', 'm5', 'z', 1, 2)
+        as mart(row_id, consumer_group, msg_id, request_id, delivery_number, lifecycle_hour)
+        """
+    )
+    by_request = "(consumer_group, msg_id, request_id) on "
+    by_delivery = "(consumer_group, msg_id, delivery_number) on "
+
+    def failing(changed):
+        sql = _rendered(
+            "attempts_by_hour",
+            ["lifecycle_hour"],
+            changed,
+            unique_keys=[
+                ["consumer_group", "msg_id", "request_id"],
+                ["consumer_group", "msg_id", "delivery_number"],
+            ],
+        )
+        return {row.row_id: row.failed_checks for row in spark.sql(sql).collect()}
+
+    every_row = failing(None)
+    assert every_row == {
+        1: by_request + "3 rows",
+        2: by_delivery + "2 rows",
+        4: by_request + "2 rows; " + by_delivery + "2 rows",
+        5: by_request + "2 rows; " + by_delivery + "3 rows",
+        6: by_request + "2 rows; " + by_delivery + "3 rows",
+        7: by_request + "3 rows",
+        8: by_delivery + "2 rows",
+        10: by_request + "2 rows; " + by_delivery + "2 rows",
+        12: by_request + "2 rows",
+        13: by_request + "2 rows",
+        14: by_request + "3 rows",
+        15: by_delivery + "3 rows",
+    }
+    hour_2 = {7, 8, 9, 10, 11, 12, 13, 15}
+    # hour 2 changed: row 7's request is in hours 1 and 3, row 8's delivery in hour 1, row 10's
+    # null group matches row 4's, row 15's delivery is on two rows of hour 1; row 11 shares a
+    # message id with hour 1 in another group
+    assert failing([["2"]]) == {
+        row_id: checks for row_id, checks in every_row.items() if row_id in hour_2
+    }
+    assert failing([["1"], ["3"]]) == {
+        row_id: checks for row_id, checks in every_row.items() if row_id not in hour_2
+    }
+
+
+def test_a_fact_mart_whose_keys_share_no_column_is_refused(spark) -> None:
+    with pytest.raises(_CompilationError, match="mart_under_test: the unique_keys"):
+        _rendered(
+            "attempts_by_hour",
+            ["lifecycle_hour"],
+            [["2"]],
+            unique_keys=[["request_id"], ["delivery_number"]],
+        )
+    # a table rebuilt whole counts each key over the whole table: any keys will do
+    assert "count(*) over (partition by request_id)" in _rendered(
+        "attempts_by_hour", unique_keys=[["request_id"], ["delivery_number"]]
+    )

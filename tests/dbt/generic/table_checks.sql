@@ -9,7 +9,8 @@
     what failed in `failed_checks`; a duplicated key returns each of its rows. On a fact mart
     the rows read are those of the partitions changed since the test last passed (none: all of
     them; macros/testing/checked_files.sql), and each of their keys is still counted over the
-    whole table. -#}
+    whole table, in one scan of the other partitions for all the keys: they must share a
+    column, which picks the rows read there. -#}
 {% test table_checks(model, not_null=[], accepted_values={}, expressions=[], unique_keys=[]) %}
 {{ config(meta={'reads_changes': true}) }}
 
@@ -18,6 +19,28 @@
 {%- if partition_columns -%}
     {%- set changed = partitions_changed_since_pass(
         generic_check_name('table_checks', model.identifier), [model], partition_columns) -%}
+{%- endif -%}
+
+{#- the columns of any key, and those in every key -#}
+{%- set key_columns = [] -%}
+{%- for key in unique_keys -%}
+    {%- for column in key if column not in key_columns -%}
+        {%- do key_columns.append(column) -%}
+    {%- endfor -%}
+{%- endfor -%}
+{%- set shared_columns = [] -%}
+{%- for column in key_columns -%}
+    {%- set keys_with_column = [] -%}
+    {%- for key in unique_keys if column in key -%}
+        {%- do keys_with_column.append(key) -%}
+    {%- endfor -%}
+    {%- if keys_with_column | length == unique_keys | length -%}
+        {%- do shared_columns.append(column) -%}
+    {%- endif -%}
+{%- endfor -%}
+{%- if partition_columns and key_columns and not shared_columns -%}
+    {{ exceptions.raise_compiler_error("table_checks on " ~ model.identifier
+        ~ ": the unique_keys " ~ unique_keys ~ " share no column; a fact mart's keys must") }}
 {%- endif -%}
 
 {%- set checks = [] -%}
@@ -55,17 +78,28 @@ changed_rows as (
     select * from {{ model }}
     where {{ in_partitions(changed, partition_columns) }}
 ),
-{%- for key in unique_keys %}
+{%- if key_columns %}
 
--- the rows outside the changed partitions that share a key with a changed row
-unchanged_rows_with_key_{{ loop.index }} as (
+-- the key values of the rows outside the changed partitions that share the keys' common
+-- columns with a changed row: one scan of the table serves every key
+unchanged_key_values as (
     select
-        {{ key | join(', ') }},
+        {{ key_columns | join(', ') }},
         count(*) as unchanged_rows
     from {{ model }} as unchanged
     left semi join changed_rows
-        on {% for column in key %}unchanged.{{ column }} <=> changed_rows.{{ column }}{{ " and " if not loop.last }}{% endfor %}
+        on {% for column in shared_columns %}unchanged.{{ column }} <=> changed_rows.{{ column }}{{ " and " if not loop.last }}{% endfor %}
     where not {{ in_partitions(changed, partition_columns, 'unchanged.') }}
+    group by {{ key_columns | join(', ') }}
+),
+{%- endif %}
+{%- for key in unique_keys %}
+
+unchanged_rows_with_key_{{ loop.index }} as (
+    select
+        {{ key | join(', ') }},
+        sum(unchanged_rows) as unchanged_rows
+    from unchanged_key_values
     group by {{ key | join(', ') }}
 ),
 {%- endfor %}
