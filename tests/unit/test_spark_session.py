@@ -1,4 +1,5 @@
-"""The embedded session's scheduler: dbt runs several models at once on two cores."""
+"""The embedded session's scheduler (dbt runs several models at once on two cores) and its
+listing of a table's folders."""
 
 import pytest
 
@@ -12,3 +13,34 @@ def test_jobs_of_concurrent_models_share_the_cores(spark) -> None:
     assert context.getSchedulingMode().toString() == "FAIR"
     default_pool = context.getPoolForName("default").get()
     assert default_pool.schedulingMode().toString() == "FAIR"
+
+
+def test_a_local_session_lists_a_tables_folders_itself(spark) -> None:
+    """A table of 40 partitions read after a write: the local session lists its folders on the
+    driver; with Spark's default threshold (32) the same read starts one more job, the listing."""
+    context = spark.sparkContext
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    assert context.master.startswith("local")
+    configured = spark.conf.get(threshold)
+    spark.sql("create table listing_probe (n bigint, hour int) using parquet partitioned by (hour)")
+    try:
+        spark.sql("insert into listing_probe select id, cast(id % 40 as int) from range(80)")
+
+        def jobs_of_a_read(group: str) -> int:
+            spark.sql("refresh table listing_probe")  # what a write does
+            context.setJobGroup(group, "a read after a write")
+            try:
+                rows = spark.sql("select count(*) from listing_probe where n >= 0").first()[0]
+            finally:
+                context.setLocalProperty("spark.jobGroup.id", None)
+            assert rows == 80
+            return len(context.statusTracker().getJobIdsForGroup(group))
+
+        listed_by_the_driver = jobs_of_a_read("probe-configured")
+        spark.conf.set(threshold, "32")
+        listed_by_a_job = jobs_of_a_read("probe-default")
+    finally:
+        spark.conf.set(threshold, configured)
+        spark.sql("drop table if exists listing_probe")
+    assert int(configured) >= 100_000
+    assert listed_by_a_job == listed_by_the_driver + 1
