@@ -3,9 +3,12 @@ listing of a table's folders."""
 
 import pytest
 
-pytestmark = pytest.mark.spark
+from retrylake.spark import local_warehouse_defaults
+
+THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
+@pytest.mark.spark
 def test_jobs_of_concurrent_models_share_the_cores(spark) -> None:
     # First in, first out, a small model's job waits for every task of a large one submitted
     # before it. Jobs with no pool of their own go to the default pool, which must share too.
@@ -15,11 +18,12 @@ def test_jobs_of_concurrent_models_share_the_cores(spark) -> None:
     assert default_pool.schedulingMode().toString() == "FAIR"
 
 
+@pytest.mark.spark
 def test_a_local_session_lists_a_tables_folders_itself(spark) -> None:
     """A table of 40 partitions read after a write: the local session lists its folders on the
     driver; with Spark's default threshold (32) the same read starts one more job, the listing."""
     context = spark.sparkContext
-    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    threshold = THRESHOLD
     assert context.master.startswith("local")
     configured = spark.conf.get(threshold)
     spark.sql("create table listing_probe (n bigint, hour int) using parquet partitioned by (hour)")
@@ -44,3 +48,22 @@ def test_a_local_session_lists_a_tables_folders_itself(spark) -> None:
         spark.sql("drop table if exists listing_probe")
     assert int(configured) >= 100_000
     assert listed_by_a_job == listed_by_the_driver + 1
+
+
+@pytest.mark.parametrize(
+    ("master", "warehouse", "listed_by_the_driver"),
+    [
+        ("local[2]", "/data/lakehouse/warehouse", True),
+        ("local[*]", "file:/data/lakehouse/warehouse", True),
+        ("local[2]", "hdfs://namenode:8020/retrylake/warehouse", False),
+        ("local[2]", "s3a://bucket/warehouse", False),
+        ("spark://master:7077", "/data/lakehouse/warehouse", False),
+        ("yarn", "hdfs://namenode:8020/retrylake/warehouse", False),
+        (None, "/data/lakehouse/warehouse", False),  # spark-submit's master: its own settings
+    ],
+)
+def test_only_a_local_master_over_a_local_warehouse_lists_on_the_driver(
+    master, warehouse, listed_by_the_driver
+) -> None:
+    settings = local_warehouse_defaults(master, warehouse)
+    assert (THRESHOLD in settings) is listed_by_the_driver
