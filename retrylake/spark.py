@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
 from retrylake.metastore import spark_settings as metastore_settings
+from spark_udfs.snapshots import on_local_disk
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,8 +48,7 @@ LOCAL_WAREHOUSE_DEFAULTS = {
 
 def local_warehouse_defaults(master: str | None, warehouse: str) -> dict[str, str]:
     """The settings for a local master over a warehouse on the local disk, else none."""
-    on_local_disk = "://" not in warehouse or warehouse.startswith("file:")
-    if master is not None and master.startswith("local") and on_local_disk:
+    if master is not None and master.startswith("local") and on_local_disk(warehouse):
         return dict(LOCAL_WAREHOUSE_DEFAULTS)
     return {}
 

@@ -53,9 +53,14 @@ def link_snapshot(table: Path, snapshot: Path) -> int:
     return len(files)
 
 
+def on_local_disk(location: str) -> bool:
+    """Whether a warehouse or table location is a path on this machine's disk."""
+    return "://" not in location or location.startswith("file:")
+
+
 def table_folder(location: str) -> Path:
     """A table's folder from its metastore location; only a local warehouse can be linked."""
-    if "://" in location and not location.startswith("file:"):
+    if not on_local_disk(location):
         raise ValueError(
             f"publishing hard-links the marts' files, so it needs a local warehouse, not {location}"
         )
