@@ -5,6 +5,8 @@
         source('landing', 'broker_logs_file_list'), source('landing', 'broker_logs_files')
     ) }}",
 ) }}
+-- depends_on: {{ ref('broker_delay_levels') }}  (the start order, not a read: docs/performance.md,
+-- "The feeds' start order"; the trace and otel feeds, whose staging chains are longer, go first)
 
 {#- One row per line of every `broker_logs/` landing file: a broker's log, of which only the
     lines of the DLQ logger matter, `send msg to DLQ <dlqTopic>, owner=..., originalTopic=...,

@@ -5,6 +5,8 @@
         source('landing', 'consume_events_file_list'), source('landing', 'consume_events_files')
     ) }}",
 ) }}
+-- depends_on: {{ ref('broker_delay_levels') }}  (the start order, not a read: docs/performance.md,
+-- "The feeds' start order"; the trace and otel feeds, whose staging chains are longer, go first)
 
 {#- One row per line of every `consume_events/` landing file, parsed or not: one call of a 5.x
     listener, written by the decorator users add (design.md, 5.x inputs), typed. The only exact

@@ -5,6 +5,8 @@
         source('landing', 'dlq_file_list'), source('landing', 'dlq_files')
     ) }}",
 ) }}
+-- depends_on: {{ ref('broker_delay_levels') }}  (the start order, not a read: docs/performance.md,
+-- "The feeds' start order"; the trace and otel feeds, whose staging chains are longer, go first)
 
 {#- One row per line of every `dlq/` landing file, parsed or not: the messages an export read
     from `%DLQ%<group>` topics (design.md). A file is read once, as for the trace. Properties come
