@@ -58,22 +58,36 @@ broker_dlq_forwards as (
     select * from {{ ref('stg_broker_log__dlq_forwards') }}
 ),
 
+-- The dead letters seen per lifecycle: the earliest, and what the last delivery's judgement
+-- needs (each copy's stored count and time, the latest DLQ log line), so that the lifecycles are
+-- joined with them once.
 observed_dead_letters as (
     select
         consumer_group,
         msg_id,
-        min(stored_at) as first_stored_at
+        min(stored_at) as first_stored_at,
+        collect_list(
+            case
+                when is_copy
+                    then named_struct('reconsume_times', reconsume_times, 'stored_at', stored_at)
+            end
+        ) as copies,
+        max(case when not is_copy then stored_at end) as last_forward_at
     from (
         select
             consumer_group,
             lifecycle_msg_id as msg_id,
-            stored_at
+            reconsume_times,
+            stored_at,
+            true as is_copy
         from dlq_copies
         union all
         select
             consumer_group,
             msg_id,
-            stored_at
+            cast(null as int) as reconsume_times,
+            stored_at,
+            false as is_copy
         from broker_dlq_forwards
     ) as observed
     group by consumer_group, msg_id
@@ -121,7 +135,18 @@ delivery_summary as (
         min(case when is_consumption then consume_ended_at end) as consumed_at,
         max(reconsume_times) as max_reconsume_times,
         min(lifecycle_date) as lifecycle_date,
-        min(lifecycle_hour) as lifecycle_hour
+        min(lifecycle_hour) as lifecycle_hour,
+        -- (group, message, delivery) is an attempt's key: the last delivery is one attempt
+        max_by(is_success, delivery_number) as last_is_success,
+        max_by(reconsume_times, delivery_number) as last_reconsume_times,
+        max_by(return_type, delivery_number) as last_return_type,
+        -- the successes, for a recovery after the DLQ entry (judged below)
+        collect_list(
+            case
+                when is_success
+                    then named_struct('started_at', consume_started_at, 'ended_at', consume_ended_at)
+            end
+        ) as successes
     from consumptions
     group by consumer_group, msg_id
 ),
@@ -129,69 +154,44 @@ delivery_summary as (
 last_deliveries as (
     select
         delivery_summary.*,
-        last_attempt.is_success as last_is_success,
-        last_attempt.reconsume_times as last_reconsume_times,
-        last_attempt.return_type as last_return_type,
         last_decision.decision as last_decision,
         last_decision.entered_dlq_at,
         last_decision.expected_redelivery_at as last_expected_redelivery_at
     from delivery_summary
-    inner join attempts as last_attempt
-        on
-            delivery_summary.consumer_group = last_attempt.consumer_group
-            and delivery_summary.msg_id = last_attempt.msg_id
-            and delivery_summary.last_delivery_number = last_attempt.delivery_number
     left join decisions as last_decision
         on
-            last_attempt.consumer_group = last_decision.consumer_group
-            and last_attempt.msg_id = last_decision.msg_id
-            and last_attempt.delivery_number = last_decision.delivery_number
+            delivery_summary.consumer_group = last_decision.consumer_group
+            and delivery_summary.msg_id = last_decision.msg_id
+            and delivery_summary.last_delivery_number = last_decision.delivery_number
 ),
 
 -- A dead-letter copy came from the last traced delivery when its stored count is that
 -- delivery's r + 1 (the broker's send-back) or r (an orderly 4.9.x client's copy), or from a later
 -- delivery the trace never saw when it counts more and was stored after the last traced start.
 -- An older entry (before an operator re-sent the message, whose count starts again at 0) does
--- not count.
-last_delivery_copies as (
-    select distinct
-        last_deliveries.consumer_group,
-        last_deliveries.msg_id
-    from last_deliveries
-    inner join dlq_copies
-        on
-            last_deliveries.consumer_group = dlq_copies.consumer_group
-            and last_deliveries.msg_id = dlq_copies.lifecycle_msg_id
-    where
-        dlq_copies.reconsume_times in (
-            last_deliveries.last_reconsume_times, last_deliveries.last_reconsume_times + 1
-        )
-        or (
-            dlq_copies.reconsume_times > last_deliveries.last_reconsume_times + 1
-            and dlq_copies.stored_at >= last_deliveries.last_consume_at
-        )
-
-    union
-
-    -- A 5.x broker's DLQ log line names no count: one logged after the last delivery started.
-    select
-        last_deliveries.consumer_group,
-        last_deliveries.msg_id
-    from last_deliveries
-    inner join broker_dlq_forwards
-        on
-            last_deliveries.consumer_group = broker_dlq_forwards.consumer_group
-            and last_deliveries.msg_id = broker_dlq_forwards.msg_id
-            and last_deliveries.last_consume_at <= broker_dlq_forwards.stored_at
-),
-
+-- not count. A 5.x broker's DLQ log line names no count: one logged after the last delivery
+-- started.
 with_dead_letters as (
     select
         last_deliveries.*,
         coalesce(
             predicted_dead_letters.first_entered_dlq_at, observed_dead_letters.first_stored_at
         ) as first_dlq_at,
-        last_delivery_copies.msg_id is not null as last_delivery_is_dead_lettered
+        coalesce(
+            exists(
+                observed_dead_letters.copies,
+                copy -> copy.reconsume_times in (
+                    last_deliveries.last_reconsume_times, last_deliveries.last_reconsume_times + 1
+                )
+                or (
+                    copy.reconsume_times > last_deliveries.last_reconsume_times + 1
+                    and copy.stored_at >= last_deliveries.last_consume_at
+                )
+            ),
+            false
+        )
+        or coalesce(observed_dead_letters.last_forward_at >= last_deliveries.last_consume_at, false)
+            as last_delivery_is_dead_lettered
     from last_deliveries
     left join predicted_dead_letters
         on
@@ -201,31 +201,20 @@ with_dead_letters as (
         on
             last_deliveries.consumer_group = observed_dead_letters.consumer_group
             and last_deliveries.msg_id = observed_dead_letters.msg_id
-    left join last_delivery_copies
-        on
-            last_deliveries.consumer_group = last_delivery_copies.consumer_group
-            and last_deliveries.msg_id = last_delivery_copies.msg_id
 ),
 
-recoveries as (
-    select
-        with_dead_letters.consumer_group,
-        with_dead_letters.msg_id,
-        min(attempts.consume_ended_at) as recovered_at
-    from with_dead_letters
-    inner join attempts
-        on
-            with_dead_letters.consumer_group = attempts.consumer_group
-            and with_dead_letters.msg_id = attempts.msg_id
-            and with_dead_letters.first_dlq_at <= attempts.consume_started_at
-    where attempts.is_success
-    group by with_dead_letters.consumer_group, with_dead_letters.msg_id
-),
-
+-- A dead letter later consumed (re-sent by an operator): its first success that started at or
+-- after the DLQ entry.
 judged as (
     select
         with_dead_letters.*,
-        recoveries.recovered_at,
+        array_min(transform(
+            filter(
+                with_dead_letters.successes,
+                success -> success.started_at >= with_dead_letters.first_dlq_at
+            ),
+            success -> success.ended_at
+        )) as recovered_at,
         case
             when with_dead_letters.consumed_at is not null then 'CONSUMED'
             when with_dead_letters.last_decision = 'DLQ' then 'DLQ'
@@ -239,10 +228,6 @@ judged as (
             else 'RETRY_OVERDUE'
         end as final_state
     from with_dead_letters
-    left join recoveries
-        on
-            with_dead_letters.consumer_group = recoveries.consumer_group
-            and with_dead_letters.msg_id = recoveries.msg_id
     cross join watermark
 ),
 
