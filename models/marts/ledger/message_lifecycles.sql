@@ -203,8 +203,8 @@ with_dead_letters as (
             and last_deliveries.msg_id = observed_dead_letters.msg_id
 ),
 
--- A dead letter later consumed (re-sent by an operator): its first success that started at or
--- after the DLQ entry.
+-- A dead letter later consumed (re-sent by an operator) is recovered when the first of its
+-- successes that started at or after the DLQ entry ended.
 judged as (
     select
         with_dead_letters.*,
