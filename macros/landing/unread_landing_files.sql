@@ -7,10 +7,14 @@
     {%- if not execute or in_unit_test() -%}
         {{ return([]) }}
     {%- endif -%}
+    {#- An ingested file has a line 1, or a line 0 if it could not be read. Filtering on the
+        number first lets the reader skip decoding the other lines' file names. -#}
     {%- set unread_query -%}
         select file_list.path
         from {{ file_list }} as file_list
-        left anti join (select distinct source_file from {{ this }}) as ingested
+        left anti join (
+            select distinct source_file from {{ this }} where line_number <= 1
+        ) as ingested
             on file_list.path = ingested.source_file
         where file_list.length > 0
     {%- endset -%}
