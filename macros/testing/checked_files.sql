@@ -188,10 +188,13 @@
 {#- On run end: each test that passed and reads what changed (meta `reads_changes`) records
     the files of the incremental tables it depends on, and the landing files it saw. One
     statement: the session overwrites partitions dynamically (retrylake/spark.py), so only
-    these tests' records are replaced. -#}
+    these tests' records are replaced. Each table is listed once, in a CTE the tests' records
+    share: Spark lists a folder for every mention of it, and a fact mart's hundreds of
+    partition folders were listed once per test of it. -#}
 {% macro record_passed_checks(results) %}
     {%- if execute and checks_code() != '' -%}
         {%- set records = [] -%}
+        {%- set listed_tables = {} -%}
         {%- for result in results
             if result.node.resource_type == 'test' and result.status == 'pass'
             and result.node.config.meta.get('reads_changes') -%}
@@ -199,7 +202,11 @@
             {%- for unique_id in result.node.depends_on.nodes if unique_id in graph.nodes -%}
                 {%- set node = graph.nodes[unique_id] -%}
                 {%- if node.resource_type == 'model' and node.config.materialized == 'incremental' -%}
-                    {%- do listings.append(files_of([node.relation_name])) -%}
+                    {%- if node.relation_name not in listed_tables -%}
+                        {%- do listed_tables.update(
+                            {node.relation_name: 'files_of_table_' ~ (listed_tables | length)}) -%}
+                    {%- endif -%}
+                    {%- do listings.append("select * from " ~ listed_tables[node.relation_name]) -%}
                 {%- endif -%}
             {%- endfor -%}
             {%- if result.node.sources | selectattr(0, 'equalto', 'landing') | list -%}
@@ -213,8 +220,14 @@
             {%- endif -%}
         {%- endfor -%}
         {%- if records -%}
+            {%- set table_listings = [] -%}
+            {%- for relation, name in listed_tables.items() -%}
+                {%- do table_listings.append(name ~ " as (" ~ files_of([relation]) ~ ")") -%}
+            {%- endfor -%}
             {%- do run_query("insert overwrite table " ~ checked_files_relation()
-                ~ " partition (check_name) select /*+ COALESCE(1) */ path, length, modified, '"
+                ~ " partition (check_name) "
+                ~ ("with " ~ table_listings | join(", ") ~ " " if table_listings else "")
+                ~ "select /*+ COALESCE(1) */ path, length, modified, '"
                 ~ checks_code() ~ "', check_name from (" ~ records | join(" union all ")
                 ~ ") as listed (path, length, modified, check_name)") -%}
         {%- endif -%}
