@@ -7,8 +7,8 @@
     {%- if not execute or in_unit_test() -%}
         {{ return([]) }}
     {%- endif -%}
-    {#- An ingested file has a line 1, or a line 0 if it could not be read. Filtering on the
-        number first lets the reader skip decoding the other lines' file names. -#}
+    {#- An ingested file has a line 1, or a line 0 if it could not be read: filtering on the
+        number first leaves one name per file to compare rather than one per line. -#}
     {%- set unread_query -%}
         select file_list.path
         from {{ file_list }} as file_list
