@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from retrylake.bench import cpu
 from retrylake.lakehouse import LANDING_FEEDS, Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
 
@@ -151,9 +152,14 @@ def _landing_with(lakehouse: Lakehouse, source: Path, batch: str) -> None:
             shutil.copytree(source / feed, lakehouse.landing / feed / batch)
 
 
-def _driver_peak_rss_mb(spark) -> float:
-    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+def _driver_pid() -> int:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()._jvm.java.lang.ProcessHandle.current().pid()
+
+
+def _driver_peak_rss_mb() -> float:
+    for line in Path(f"/proc/{_driver_pid()}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
@@ -221,9 +227,10 @@ def _timed_build(
     nothing changed (and so ran no dbt) has no model times."""
     from retrylake.commands import build, dbt
 
-    began = time.perf_counter()
+    driver = _driver_pid()
+    began, cpu_began = time.perf_counter(), cpu.sample(driver)
     ran = build(project_dir, lakehouse, full_refresh=full_refresh, exclude=NO_TESTS, force=force)
-    built = time.perf_counter()
+    built, cpu_built = time.perf_counter(), cpu.sample(driver)
     models = _model_seconds(lakehouse) if ran else {}
     if tests:
         dbt(project_dir, lakehouse, DATA_TESTS)
@@ -232,6 +239,8 @@ def _timed_build(
         "ran_dbt": ran,
         "data_tests_seconds": round(time.perf_counter() - built, 1) if tests else None,
         "models": models,
+        "cpu": cpu.between(cpu_began, cpu_built),
+        "data_tests_cpu": cpu.between(cpu_built, cpu.sample(driver)) if tests else None,
     }
 
 
@@ -264,7 +273,7 @@ def run_phase(phase: str, data: Path, root: Path, project_dir: Path, tests: bool
     _landing_with(lakehouse, data / "new", "new")
     result["incremental_build"] = _timed_build(project_dir, lakehouse, tests=tests)
     result["parquet_files_per_mart"] = _parquet_files(lakehouse)
-    result["driver_peak_rss_mb"] = _driver_peak_rss_mb(spark)
+    result["driver_peak_rss_mb"] = _driver_peak_rss_mb()
     return result
 
 
@@ -326,6 +335,13 @@ def _phase_figures(records: int, phase: dict) -> dict:
             "incremental_build": phase["incremental_build"]["models"],
         },
         "parquet_files_per_mart": phase["parquet_files_per_mart"],
+        "cpu": {
+            "full_build": phase["full_build"]["cpu"],
+            "full_build_data_tests": phase["full_build"]["data_tests_cpu"],
+            "no_op_build_forced": phase["no_op_build_forced"]["cpu"],
+            "incremental_build": phase["incremental_build"]["cpu"],
+            "incremental_build_data_tests": phase["incremental_build"]["data_tests_cpu"],
+        },
     }
 
 
