@@ -1,8 +1,8 @@
 """Where a timed phase's CPU went, read from Linux's /proc: how busy the machine was, and the
 driver JVM's CPU split into HotSpot's JIT compilers, its garbage collector and the rest (Spark's
 tasks, planning, the metastore). On two cores a phase that keeps the machine busy is bound by
-its total CPU, not by its slowest chain of models, and the compilers' share is CPU that no SQL
-change removes (docs/performance.md, "Where a warm batch's CPU goes")."""
+its total CPU, not by its slowest chain of models; the compilers' share goes to the code run,
+not to the rows (docs/performance.md, "Where a warm batch's CPU goes")."""
 
 from __future__ import annotations
 
