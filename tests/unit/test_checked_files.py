@@ -1,0 +1,121 @@
+"""The record of what a data test last passed with (macros/testing/checked_files.sql), rendered
+with Jinja as dbt renders it and run on Spark: `files_changed_since_pass` says whether
+the test has a record under this code and which files differ from it (added, removed, another
+length or modification time); a test without a record reads everything (none)."""
+
+import re
+from types import SimpleNamespace
+
+import pytest
+from jinja2 import Environment
+
+from tests.conftest import PROJECT_DIR
+
+pytestmark = pytest.mark.spark
+
+CHECKED_FILES = PROJECT_DIR / "macros" / "testing" / "checked_files.sql"
+CODE = "code-1"
+
+
+class _Table:
+    """What dbt's run_query returns (an agate table), as far as the macro reads it."""
+
+    def __init__(self, rows) -> None:
+        self.rows = [tuple(row) for row in rows]
+        self.columns = [
+            SimpleNamespace(values=lambda i=i: [row[i] for row in self.rows])
+            for i in range(len(rows[0]) if rows else 0)
+        ]
+
+
+class _Return(Exception):  # dbt's `return` raises, and its macro wrapper catches it
+    def __init__(self, value) -> None:
+        self.value = value
+
+
+def _raise_return(value) -> None:
+    raise _Return(value)
+
+
+def _files_changed_since_pass(spark, name: str, listed: str):
+    """The macro alone, with the macros it calls given their values here."""
+    text = CHECKED_FILES.read_text()
+    found = re.search(r"{% macro files_changed_since_pass\(.*?{% endmacro %}", text, re.DOTALL)
+    environment = Environment(extensions=["jinja2.ext.do"])
+    environment.globals.update(
+        checked_files_relation=lambda: "checked_files_under_test_meta.checked_files",
+        checks_code=lambda: CODE,
+        run_query=lambda sql: _Table(spark.sql(sql).collect()),
+        **{"return": _raise_return},
+    )
+    try:
+        environment.from_string(found.group(0)).module.files_changed_since_pass(name, listed)
+    except _Return as returned:
+        return returned.value
+    raise AssertionError("files_changed_since_pass returned nothing")
+
+
+@pytest.fixture(scope="module")
+def record(spark):
+    """A test `t` that passed with files a (3 bytes), b and c; `other` recorded only under
+    another code."""
+    spark.sql("drop database if exists checked_files_under_test_meta cascade")
+    spark.sql("create database checked_files_under_test_meta")
+    spark.sql(
+        """
+        create table checked_files_under_test_meta.checked_files
+            (path string, length bigint, modified timestamp, code string, check_name string)
+        using parquet
+        """
+    )
+    spark.sql(
+        f"""
+        insert into checked_files_under_test_meta.checked_files values
+            ('file:/w/a', 3, timestamp'2026-01-01 00:00:00', '{CODE}', 't'),
+            ('file:/w/b', 5, timestamp'2026-01-01 00:00:00', '{CODE}', 't'),
+            ('file:/w/c', 7, timestamp'2026-01-01 00:00:00', '{CODE}', 't'),
+            ('', null, null, '{CODE}', 't'),
+            ('file:/w/a', 3, timestamp'2026-01-01 00:00:00', 'code-0', 'other'),
+            ('', null, null, 'code-0', 'other')
+        """
+    )
+    yield
+    spark.sql("drop database checked_files_under_test_meta cascade")
+
+
+def _listed(*files: tuple[str, int, str]) -> str:
+    return " union all ".join(
+        f"select '{path}' as path, cast({length} as bigint) as length,"
+        f" timestamp'{modified}' as modified"
+        for path, length, modified in files
+    )
+
+
+def test_nothing_changed_is_an_empty_list(spark, record) -> None:
+    listed = _listed(
+        ("file:/w/a", 3, "2026-01-01 00:00:00"),
+        ("file:/w/b", 5, "2026-01-01 00:00:00"),
+        ("file:/w/c", 7, "2026-01-01 00:00:00"),
+    )
+    assert _files_changed_since_pass(spark, "t", listed) == []
+
+
+def test_added_removed_and_rewritten_files_are_changed(spark, record) -> None:
+    listed = _listed(
+        ("file:/w/a", 4, "2026-01-01 00:00:00"),  # another length
+        ("file:/w/b", 5, "2026-01-02 00:00:00"),  # another modification time
+        ("file:/w/d", 1, "2026-01-02 00:00:00"),  # added; c is gone
+    )
+    changed = _files_changed_since_pass(spark, "t", listed)
+    assert sorted(changed) == [
+        ["file:/w/a", True],
+        ["file:/w/b", True],
+        ["file:/w/c", False],
+        ["file:/w/d", True],
+    ]
+
+
+def test_no_record_under_this_code_reads_everything(spark, record) -> None:
+    listed = _listed(("file:/w/a", 3, "2026-01-01 00:00:00"))
+    assert _files_changed_since_pass(spark, "other", listed) is None
+    assert _files_changed_since_pass(spark, "never_passed", listed) is None
