@@ -57,10 +57,25 @@ def _hash_contents(digest: hashlib._Hash, root: Path, paths: list[Path]) -> None
 def _hash_code(digest: hashlib._Hash, project_dir: Path) -> None:
     for name in PROJECT_INPUTS:
         _hash_contents(digest, project_dir, _files(project_dir / name))
+    _hash_runtime(digest)
+
+
+def _hash_runtime(digest: hashlib._Hash) -> None:
     code_root = Path(retrylake.__file__).resolve().parents[1]
     for package in CODE_PACKAGES:
         sources = [path for path in _files(code_root / package) if path.suffix in (".py", ".sql")]
         _hash_contents(digest, code_root, sources)
+
+
+def runtime_fingerprint() -> str:
+    """A digest of what a running retrylake process loaded once and keeps: its Python and SQL
+    (the runtime, the UDFs registered on the session) and the versions of the tools it runs.
+    The dbt project is not part of it: every dbt command reads that again."""
+    digest = hashlib.sha256()
+    _hash_runtime(digest)
+    for distribution in TOOL_DISTRIBUTIONS:
+        digest.update(f"{distribution}=={metadata.version(distribution)}\0".encode())
+    return digest.hexdigest()
 
 
 def code_fingerprint(project_dir: Path) -> str:

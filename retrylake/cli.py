@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--select", nargs="+", help="dbt node selection")
     build.add_argument(
         "--exclude", nargs="+", help="dbt nodes to leave out (resource_type:test: no data tests)"
+    )
+    build.add_argument(
+        "--watch",
+        type=float,
+        metavar="SECONDS",
+        help="stay running: check the landing, seeds and project every SECONDS and build what "
+        "changed, in this process, so that only the first build starts Spark (SIGTERM stops it "
+        "after the build in progress)",
     )
     _add_spark_args(build)
 
@@ -301,6 +311,9 @@ def _spark(args: argparse.Namespace) -> dict:
 def _build(args: argparse.Namespace) -> None:
     from retrylake.commands import build
 
+    if args.watch is not None:
+        _watch(args)
+        return
     lakehouse = _lakehouse(args)
     built = build(
         _project_dir(args),
@@ -317,6 +330,42 @@ def _build(args: argparse.Namespace) -> None:
             "landing files, seeds, project and command), so its marts are up to date; "
             "--force builds anyway"
         )
+
+
+def _watch(args: argparse.Namespace) -> None:
+    from retrylake.commands import watch
+
+    if not args.watch > 0:
+        raise UsageError(f"--watch takes a number of seconds above 0, not {args.watch:g}")
+    if args.full_refresh or args.force:
+        option = "--full-refresh" if args.full_refresh else "--force"
+        raise UsageError(
+            f"--watch builds what changed; {option} would rebuild at every check: run it once "
+            "without --watch"
+        )
+    lakehouse = _lakehouse(args)
+    stop = threading.Event()
+
+    def stop_after_this_build(signum: int, frame: object) -> None:
+        print("retrylake: stopping after the build in progress, if any", file=sys.stderr)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stop_after_this_build)
+    print(
+        f"retrylake: watching {lakehouse.landing_location} every {args.watch:g} s "
+        "(SIGTERM stops after the build in progress)",
+        file=sys.stderr,
+    )
+    watch(
+        _project_dir(args),
+        lakehouse,
+        args.watch,
+        stop,
+        select=args.select,
+        exclude=args.exclude,
+        **_spark(args),
+    )
+    print("retrylake: stopped watching", file=sys.stderr)
 
 
 def _dbt(args: argparse.Namespace) -> None:

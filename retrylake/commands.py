@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 
 from retrylake.build_inputs import (
@@ -11,11 +14,18 @@ from retrylake.build_inputs import (
     UnitTestsPassed,
     build_inputs_fingerprint,
     code_fingerprint,
+    runtime_fingerprint,
 )
 from retrylake.config_check import check_configuration
 from retrylake.dbt_runner import run_dbt
-from retrylake.errors import UsageError
+from retrylake.errors import (
+    LakehouseBusyError,
+    RetrylakeError,
+    RuntimeChangedError,
+    UsageError,
+)
 from retrylake.lakehouse import Lakehouse
+from retrylake.metastore import lakehouse_metastore
 from retrylake.spark import start_session
 
 
@@ -29,21 +39,17 @@ def build(
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
     force: bool = False,
+    holding_lock: bool = False,
 ) -> bool:
     """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
     is checked before any change. Returns False, having started nothing, when nothing the marts
     depend on changed since the last build that succeeded (unless ``force``). The dbt unit tests
-    are left out when they passed in a build of the same code (``UnitTestsPassed``)."""
+    are left out when they passed in a build of the same code (``UnitTestsPassed``).
+    ``holding_lock``: the caller already holds the lakehouse (`watch`)."""
     check_configuration(project_dir)
     lakehouse.check_landing_exists()
-    command = ["build"]
-    if select:
-        command += ["--select", *select]
-    if exclude:
-        # dbt leaves the default selector (selectors.yml: no what-if) out when --exclude is
-        # given, so a build of everything but something leaves the what-if out itself
-        command += ["--exclude", *exclude, *([] if select else ["tag:whatif"])]
-    with lakehouse.lock():
+    command = build_command(select, exclude)
+    with contextlib.nullcontext() if holding_lock else lakehouse.lock():
         last_build = LastBuild(lakehouse)
         # A full refresh leaves the marts an incremental build would (docs/incremental.md), so
         # it is not part of the fingerprint; asked for, it always runs.
@@ -68,6 +74,113 @@ def build(
         if not (unit_tests_passed or select or exclude):
             unit_tests.record(code)
     return True
+
+
+def build_command(select: list[str] | None, exclude: list[str] | None) -> list[str]:
+    """The dbt command of a build of ``select`` without ``exclude`` (before --full-refresh)."""
+    command = ["build"]
+    if select:
+        command += ["--select", *select]
+    if exclude:
+        # dbt leaves the default selector (selectors.yml: no what-if) out when --exclude is
+        # given, so a build of everything but something leaves the what-if out itself
+        command += ["--exclude", *exclude, *([] if select else ["tag:whatif"])]
+    return command
+
+
+def watch(
+    project_dir: Path,
+    lakehouse: Lakehouse,
+    every_seconds: float,
+    stop: threading.Event,
+    *,
+    select: list[str] | None = None,
+    exclude: list[str] | None = None,
+    master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+) -> None:
+    """`retrylake build --watch`: `build` now and then every ``every_seconds``, in this process,
+    until ``stop`` is set. A new process pays for the JVM's start and its JIT compilers' warm-up
+    in every build; here only the first build does (docs/performance.md). A check with nothing
+    new starts nothing, as `build` does. A build that fails (a data test, the configuration, the
+    landing) is reported and tried again once its inputs change, not at every check. When
+    retrylake's own code or its tools change on disk, it stops: this process would go on running
+    the code it loaded.
+
+    On embedded Derby, which this process's JVM holds from its first build on, the watch holds
+    the lakehouse throughout, as `retrylake serve` does. On a PostgreSQL metastore it takes the
+    lakehouse for each build, so other processes may build in between; one that holds it when a
+    check comes is waited for until the next check."""
+    shared = lakehouse_metastore(lakehouse, lakehouse.metastore_url) is not None
+    with contextlib.nullcontext() if shared else lakehouse.lock("retrylake build --watch"):
+        _watch_checks(
+            project_dir,
+            lakehouse,
+            every_seconds,
+            stop,
+            holding_lock=not shared,
+            select=select,
+            exclude=exclude,
+            master=master,
+            spark_conf=spark_conf,
+        )
+
+
+def _watch_checks(
+    project_dir: Path,
+    lakehouse: Lakehouse,
+    every_seconds: float,
+    stop: threading.Event,
+    *,
+    holding_lock: bool,
+    select: list[str] | None,
+    exclude: list[str] | None,
+    master: str | None,
+    spark_conf: dict[str, str] | None,
+) -> None:
+    failed_inputs: str | None = None
+    loaded = runtime_fingerprint()
+    while not stop.is_set():
+        if runtime_fingerprint() != loaded:
+            raise RuntimeChangedError(
+                "retrylake's code or its dbt, dbt-spark or pyspark changed since this watch "
+                "started, and a running process keeps what it loaded: start it again"
+            )
+        inputs = build_inputs_fingerprint(project_dir, lakehouse, build_command(select, exclude))
+        if inputs != failed_inputs:
+            started = time.monotonic()
+            try:
+                built = build(
+                    project_dir,
+                    lakehouse,
+                    select=select,
+                    exclude=exclude,
+                    master=master,
+                    spark_conf=spark_conf,
+                    holding_lock=holding_lock,
+                )
+            except LakehouseBusyError as error:
+                print(
+                    f"retrylake: {error.message().rstrip('.')}. Trying again in "
+                    f"{every_seconds:g} s.",
+                    file=sys.stderr,
+                )
+            except RetrylakeError as error:
+                failed_inputs = inputs
+                print(
+                    f"retrylake: {error.message().rstrip('.')}. Building again when the landing, "
+                    "seeds or project change.",
+                    file=sys.stderr,
+                )
+            else:
+                failed_inputs = None
+                if built:
+                    print(
+                        f"retrylake: built in {time.monotonic() - started:.1f} s; next check in "
+                        f"{every_seconds:g} s",
+                        file=sys.stderr,
+                    )
+        stop.wait(every_seconds)
 
 
 UNIT_TESTS_SKIPPED = (

@@ -45,6 +45,10 @@ class NoMartsError(RetrylakeError, FileNotFoundError):
     """A reader found no built marts in the lakehouse."""
 
 
+class RuntimeChangedError(RetrylakeError):
+    """retrylake's code changed under a process that keeps running (`retrylake build --watch`)."""
+
+
 class DbtFailedError(RetrylakeError):
     """dbt reported a failure; its own output already shows which node and why."""
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from retrylake.analyst.query import run_query
 from retrylake.lakehouse import Lakehouse
+from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
+from retrylake.sim.sample import START_MS, write_sample
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import free_port
 
@@ -94,6 +99,77 @@ def test_demo_generates_builds_and_agrees_with_its_ground_truth(project: Path, t
     # one 5.x group's seed misnames its retry policy on purpose
     assert all_agreeing - grpc5_agreeing == all_total - grpc5_total > 400
     assert grpc5_total > 0 and grpc5_agreeing >= 0.9 * grpc5_total
+
+
+def _java_children(pid: int) -> set[int]:
+    """The JVMs ``pid`` started (PySpark's gateway runs Java as a child of the Python process)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+        except OSError:  # ended meanwhile
+            continue
+        if fields[0].endswith("(java") and int(fields[1].split()[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _wait_for(path: Path, text: str, times: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 600
+    while path.read_text().count(text) < times:
+        assert process.poll() is None, path.read_text()[-3000:]
+        assert time.monotonic() < deadline, path.read_text()[-3000:]
+        time.sleep(0.5)
+
+
+def _lifecycle_keys(lakehouse: Lakehouse) -> set[tuple[str, str]]:
+    rows = run_query(lakehouse, "select consumer_group, msg_id from message_lifecycles")[1]
+    return {(group, msg) for group, msg in rows}
+
+
+def test_build_watch_builds_what_lands_in_one_process_until_sigterm(project: Path, tmp_path: Path):
+    """`retrylake build --watch` builds at once, then builds a batch that lands later in the
+    same process and the same JVM, and stops cleanly on SIGTERM."""
+    landing = tmp_path / "landing"
+    write_sample(landing)
+    lakehouse = Lakehouse(tmp_path / "watched", landing)
+    errors = tmp_path / "watch.err"
+    no_tests = ("--exclude", "resource_type:test", "resource_type:unit_test")
+    with errors.open("w") as err, (tmp_path / "watch.out").open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "retrylake", "build", "--watch", "1",
+             "--lakehouse", str(lakehouse.root), "--landing", str(landing), *no_tests],
+            cwd=project, stdout=out, stderr=err,
+        )  # fmt: skip
+        try:
+            _wait_for(errors, "retrylake: built in", 1, process)
+            jvm = _java_children(process.pid)
+            assert len(jvm) == 1
+            before = _lifecycle_keys(lakehouse)
+            # a batch over the sample's hours, generated aside and moved in whole
+            batch = tmp_path / "batch"
+            generate(
+                GeneratorConfig(out=batch, messages=200, seed=5, start_ms=START_MS, hours=3),
+                seeds_dir=project / "seeds",
+            )
+            (batch / "trace").rename(landing / "trace" / "batch")
+            _wait_for(errors, "retrylake: built in", 2, process)
+            assert _java_children(process.pid) == jvm  # the second build reused the first's JVM
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=120) == 0, errors.read_text()[-3000:]
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    log = errors.read_text()
+    assert log.count("retrylake: built in") == 2 and "retrylake: stopped watching" in log
+    landed = {
+        (row["consumer_group"], row["msg_id"])
+        for row in read_ground_truth(batch)
+        if row["trace_complete"]
+    }
+    assert landed and not landed & before
+    assert landed <= _lifecycle_keys(lakehouse)
 
 
 # Day-one mistakes stop before dbt or Spark starts: one line, no traceback, seconds not minutes.

@@ -1,0 +1,149 @@
+"""`retrylake build --watch`: which checks build. The real `build` runs (its fingerprint of the
+landing, seeds and project, its lock, its record of the last build); dbt and Spark do not (the
+CLI module's integration test runs a watching process for real)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from retrylake import commands
+from retrylake.errors import DbtFailedError, LakehouseBusyError, RuntimeChangedError
+from retrylake.lakehouse import Lakehouse
+from tests.conftest import PROJECT_DIR
+
+
+class Checks:
+    """Stands in for the stop event: each wait between two checks runs the next step (a change
+    to the landing, say), and the watch stops once the steps are done."""
+
+    def __init__(self, *steps: Callable[[], None]) -> None:
+        self.steps = list(steps)
+        self.waited: list[float] = []
+
+    def is_set(self) -> bool:
+        return not self.steps
+
+    def wait(self, seconds: float) -> bool:
+        self.waited.append(seconds)
+        self.steps.pop(0)()
+        return self.is_set()
+
+
+@pytest.fixture()
+def dbt_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(commands, "start_session", lambda *args: None)
+    monkeypatch.setattr(commands, "run_dbt", lambda command, *args: ran.append(list(command)))
+    return ran
+
+
+@pytest.fixture()
+def lakehouse(tmp_path: Path) -> Lakehouse:
+    house = Lakehouse(tmp_path / "lakehouse", tmp_path / "landing")
+    (house.landing / "trace").mkdir(parents=True)
+    (house.landing / "trace" / "a.jsonl").write_text('{"msgId": "1"}\n')
+    house.root.mkdir()
+    return house
+
+
+def _land(lakehouse: Lakehouse, name: str) -> Callable[[], None]:
+    return lambda: (lakehouse.landing / "trace" / name).write_text('{"msgId": "2"}\n')
+
+
+def _nothing() -> None:
+    pass
+
+
+def test_it_builds_at_once_then_only_what_changed(dbt_runs, lakehouse):
+    builds_so_far: list[int] = []
+
+    def count() -> None:
+        builds_so_far.append(len(dbt_runs))
+
+    checks = Checks(count, count, _land(lakehouse, "b.jsonl"), count, count)
+    commands.watch(PROJECT_DIR, lakehouse, 30, checks)  # type: ignore[arg-type]
+    # the first check builds; two with nothing new do not; the new file is built once
+    assert builds_so_far == [1, 1, 2, 2]
+    assert len(dbt_runs) == 2 and all(command[0] == "build" for command in dbt_runs)
+    assert checks.waited == [30] * 5
+
+
+def test_a_failed_build_waits_for_a_change_before_it_is_tried_again(
+    dbt_runs, lakehouse, monkeypatch, capsys
+):
+    outcomes = ["fail", "fail", "pass"]
+
+    def run_dbt(command: list[str], *args: object) -> None:
+        dbt_runs.append(list(command))
+        if outcomes.pop(0) == "fail":
+            raise DbtFailedError("dbt build failed")
+
+    monkeypatch.setattr(commands, "run_dbt", run_dbt)
+    new_files = _land(lakehouse, "b.jsonl"), _land(lakehouse, "c.jsonl")
+    checks = Checks(_nothing, _nothing, new_files[0], _nothing, new_files[1], _nothing)
+    commands.watch(PROJECT_DIR, lakehouse, 5, checks)  # type: ignore[arg-type]
+    # failed at the first check, not retried at the next two (nothing changed), failed again on
+    # the new file, not retried, passed on the next file
+    assert len(dbt_runs) == 3
+    assert outcomes == []
+    printed = capsys.readouterr().err
+    assert printed.count("failing node. Building again when the landing") == 2
+    assert printed.count("retrylake: built in ") == 1
+
+
+def test_on_derby_the_watch_holds_the_lakehouse_throughout(dbt_runs, lakehouse):
+    refused: list[str] = []
+
+    def another_process() -> None:  # another handle on the lock file stands for it
+        try:
+            lakehouse.lock("another build").close()
+        except LakehouseBusyError as error:
+            refused.append(error.message())
+
+    commands.watch(PROJECT_DIR, lakehouse, 5, Checks(another_process))  # type: ignore[arg-type]
+    assert len(dbt_runs) == 1
+    assert len(refused) == 1 and "in use by retrylake build --watch" in refused[0]
+    lakehouse.lock("another build").close()  # and it let go when it stopped
+
+
+def test_on_derby_a_lakehouse_in_use_is_refused_at_once(dbt_runs, lakehouse):
+    held = lakehouse.lock("another build")
+    try:
+        with pytest.raises(LakehouseBusyError, match="in use by another build"):
+            commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing))  # type: ignore[arg-type]
+    finally:
+        held.close()
+    assert dbt_runs == []
+
+
+def test_on_postgresql_a_busy_lakehouse_is_tried_again_at_the_next_check(
+    dbt_runs, lakehouse, capsys
+):
+    # a shared metastore (only named here: the session is not started) lets other processes
+    # build between the watch's builds
+    shared = Lakehouse(
+        lakehouse.root, lakehouse.landing, metastore_url="postgresql://hive@127.0.0.1:5432/meta"
+    )
+    held = shared.lock("another build")
+    checks = Checks(held.close, _nothing)
+    commands.watch(PROJECT_DIR, shared, 5, checks)  # type: ignore[arg-type]
+    assert len(dbt_runs) == 1  # nothing changed, but the first check could not build
+    printed = capsys.readouterr().err
+    assert "in use by another build" in printed and "Trying again in 5 s." in printed
+
+
+def test_a_stop_before_the_first_check_builds_nothing(dbt_runs, lakehouse):
+    commands.watch(PROJECT_DIR, lakehouse, 5, Checks())  # type: ignore[arg-type]
+    assert dbt_runs == []
+
+
+def test_it_stops_when_retrylakes_own_code_changes(dbt_runs, lakehouse, monkeypatch):
+    # what the process loaded, then the first check, then a check after an upgrade on disk
+    on_disk = iter(["loaded", "loaded", "upgraded"])
+    monkeypatch.setattr(commands, "runtime_fingerprint", lambda: next(on_disk))
+    with pytest.raises(RuntimeChangedError, match="start it again"):
+        commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing, _nothing))  # type: ignore[arg-type]
+    assert len(dbt_runs) == 1
