@@ -1,15 +1,19 @@
 """Which dbt command `retrylake build` runs: the dbt unit tests are left out once a build of the
-same code ran them all and succeeded. dbt itself is not run here (the sample build's module runs
-the real thing); the command handed to it is what is checked."""
+same code ran them all and succeeded. And which checks of `retrylake build --watch` build: the
+real `build` runs (its fingerprint of the landing, seeds and project, its lock, its record of the
+last build). dbt itself is not run here (the sample build's module runs the real thing, and the
+CLI module a watching process); the command handed to it is what is checked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from retrylake import commands
 from retrylake.build_inputs import UnitTestsPassed, code_fingerprint
+from retrylake.errors import DbtFailedError, LakehouseBusyError, RuntimeChangedError
 from retrylake.lakehouse import Lakehouse
 from tests.conftest import PROJECT_DIR
 
@@ -71,3 +75,120 @@ def test_the_unit_tests_of_other_code_run_again(dbt_commands, lakehouse):
     commands.build(PROJECT_DIR, lakehouse)
     assert not _left_out(dbt_commands[-1])
     assert UnitTestsPassed(lakehouse).on(code_fingerprint(PROJECT_DIR))
+
+
+class Checks:
+    """Stands in for the stop event: each wait between two checks runs the next step (a change
+    to the landing, say), and the watch stops once the steps are done."""
+
+    def __init__(self, *steps: Callable[[], None]) -> None:
+        self.steps = list(steps)
+        self.waited: list[float] = []
+
+    def is_set(self) -> bool:
+        return not self.steps
+
+    def wait(self, seconds: float) -> bool:
+        self.waited.append(seconds)
+        self.steps.pop(0)()
+        return self.is_set()
+
+
+def _land(lakehouse: Lakehouse, name: str) -> Callable[[], None]:
+    return lambda: (lakehouse.landing / "trace" / name).write_text('{"msgId": "2"}\n')
+
+
+def _nothing() -> None:
+    pass
+
+
+def test_it_builds_at_once_then_only_what_changed(dbt_commands, lakehouse):
+    builds_so_far: list[int] = []
+
+    def count() -> None:
+        builds_so_far.append(len(dbt_commands))
+
+    checks = Checks(count, count, _land(lakehouse, "b.jsonl"), count, count)
+    commands.watch(PROJECT_DIR, lakehouse, 30, checks)  # type: ignore[arg-type]
+    # the first check builds; two with nothing new do not; the new file is built once
+    assert builds_so_far == [1, 1, 2, 2]
+    assert len(dbt_commands) == 2 and all(command[0] == "build" for command in dbt_commands)
+    assert checks.waited == [30] * 5
+
+
+def test_a_failed_build_waits_for_a_change_before_it_is_tried_again(
+    dbt_commands, lakehouse, monkeypatch, capsys
+):
+    outcomes = ["fail", "fail", "pass"]
+
+    def run_dbt(command: list[str], *args: object) -> None:
+        dbt_commands.append(list(command))
+        if outcomes.pop(0) == "fail":
+            raise DbtFailedError("dbt build failed")
+
+    monkeypatch.setattr(commands, "run_dbt", run_dbt)
+    new_files = _land(lakehouse, "b.jsonl"), _land(lakehouse, "c.jsonl")
+    checks = Checks(_nothing, _nothing, new_files[0], _nothing, new_files[1], _nothing)
+    commands.watch(PROJECT_DIR, lakehouse, 5, checks)  # type: ignore[arg-type]
+    # failed at the first check, not retried at the next two (nothing changed), failed again on
+    # the new file, not retried, passed on the next file
+    assert len(dbt_commands) == 3
+    assert outcomes == []
+    printed = capsys.readouterr().err
+    assert printed.count("failing node. Building again when the landing") == 2
+    assert printed.count("retrylake: built in ") == 1
+
+
+def test_on_derby_the_watch_holds_the_lakehouse_throughout(dbt_commands, lakehouse):
+    refused: list[str] = []
+
+    def another_process() -> None:  # another handle on the lock file stands for it
+        try:
+            lakehouse.lock("another build").close()
+        except LakehouseBusyError as error:
+            refused.append(error.message())
+
+    commands.watch(PROJECT_DIR, lakehouse, 5, Checks(another_process))  # type: ignore[arg-type]
+    assert len(dbt_commands) == 1
+    assert len(refused) == 1 and "in use by retrylake build --watch" in refused[0]
+    lakehouse.lock("another build").close()  # and it let go when it stopped
+
+
+def test_on_derby_a_lakehouse_in_use_is_refused_at_once(dbt_commands, lakehouse):
+    held = lakehouse.lock("another build")
+    try:
+        with pytest.raises(LakehouseBusyError, match="in use by another build"):
+            commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing))  # type: ignore[arg-type]
+    finally:
+        held.close()
+    assert dbt_commands == []
+
+
+def test_on_postgresql_a_busy_lakehouse_is_tried_again_at_the_next_check(
+    dbt_commands, lakehouse, capsys
+):
+    # a shared metastore (only named here: the session is not started) lets other processes
+    # build between the watch's builds
+    shared = Lakehouse(
+        lakehouse.root, lakehouse.landing, metastore_url="postgresql://hive@127.0.0.1:5432/meta"
+    )
+    held = shared.lock("another build")
+    checks = Checks(held.close, _nothing)
+    commands.watch(PROJECT_DIR, shared, 5, checks)  # type: ignore[arg-type]
+    assert len(dbt_commands) == 1  # nothing changed, but the first check could not build
+    printed = capsys.readouterr().err
+    assert "in use by another build" in printed and "Trying again in 5 s." in printed
+
+
+def test_a_stop_before_the_first_check_builds_nothing(dbt_commands, lakehouse):
+    commands.watch(PROJECT_DIR, lakehouse, 5, Checks())  # type: ignore[arg-type]
+    assert dbt_commands == []
+
+
+def test_it_stops_when_retrylakes_own_code_changes(dbt_commands, lakehouse, monkeypatch):
+    # what the process loaded, then the first check, then a check after an upgrade on disk
+    on_disk = iter(["loaded", "loaded", "upgraded"])
+    monkeypatch.setattr(commands, "runtime_fingerprint", lambda: next(on_disk))
+    with pytest.raises(RuntimeChangedError, match="start it again"):
+        commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing, _nothing))  # type: ignore[arg-type]
+    assert len(dbt_commands) == 1
