@@ -40,12 +40,14 @@ def build(
     spark_conf: dict[str, str] | None = None,
     force: bool = False,
     holding_lock: bool = False,
+    inputs: str | None = None,
 ) -> bool:
     """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
     is checked before any change. Returns False, having started nothing, when nothing the marts
     depend on changed since the last build that succeeded (unless ``force``). The dbt unit tests
     are left out when they passed in a build of the same code (``UnitTestsPassed``).
-    ``holding_lock``: the caller already holds the lakehouse (`watch`)."""
+    ``holding_lock``: the caller already holds the lakehouse; ``inputs``: the fingerprint of
+    this build's inputs, which the caller has just taken (both from `watch`)."""
     check_configuration(project_dir)
     lakehouse.check_landing_exists()
     command = build_command(select, exclude)
@@ -53,7 +55,7 @@ def build(
         last_build = LastBuild(lakehouse)
         # A full refresh leaves the marts an incremental build would (docs/incremental.md), so
         # it is not part of the fingerprint; asked for, it always runs.
-        fingerprint = build_inputs_fingerprint(project_dir, lakehouse, command)
+        fingerprint = inputs or build_inputs_fingerprint(project_dir, lakehouse, command)
         if not (force or full_refresh) and last_build.matches(fingerprint):
             return False
         if full_refresh:
@@ -158,6 +160,7 @@ def _watch_checks(
                     master=master,
                     spark_conf=spark_conf,
                     holding_lock=holding_lock,
+                    inputs=inputs,  # listing a large landing takes a second: once per check
                 )
             except LakehouseBusyError as error:
                 print(
