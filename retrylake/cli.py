@@ -335,7 +335,8 @@ def _build(args: argparse.Namespace) -> None:
 def _watch(args: argparse.Namespace) -> None:
     from retrylake.commands import watch
 
-    if not args.watch > 0:
+    # the wait between checks takes at most threading.TIMEOUT_MAX (about 292 years), not inf
+    if not 0 < args.watch <= threading.TIMEOUT_MAX:
         raise UsageError(f"--watch takes a number of seconds above 0, not {args.watch:g}")
     if args.full_refresh or args.force:
         option = "--full-refresh" if args.full_refresh else "--force"

@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from retrylake import commands
+from retrylake import cli, commands
 from retrylake.build_inputs import UnitTestsPassed, code_fingerprint
-from retrylake.errors import DbtFailedError, LakehouseBusyError, RuntimeChangedError
+from retrylake.errors import (
+    DbtFailedError,
+    LakehouseBusyError,
+    RuntimeChangedError,
+    UsageError,
+)
 from retrylake.lakehouse import Lakehouse
 from tests.conftest import PROJECT_DIR
 
@@ -192,3 +197,15 @@ def test_it_stops_when_retrylakes_own_code_changes(dbt_commands, lakehouse, monk
     with pytest.raises(RuntimeChangedError, match="start it again"):
         commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing, _nothing))  # type: ignore[arg-type]
     assert len(dbt_commands) == 1
+
+
+@pytest.mark.parametrize("seconds", ["0", "-5", "nan", "inf", "1e300"])
+def test_a_watch_period_that_cannot_be_waited_is_a_usage_error(
+    seconds, dbt_commands, lakehouse, capsys
+):
+    argv = ["build", "--lakehouse", str(lakehouse.root), "--landing", str(lakehouse.landing)]
+    assert cli.main([*argv, "--watch", seconds]) == UsageError.exit_code
+    assert f"--watch takes a number of seconds above 0, not {float(seconds):g}" in (
+        capsys.readouterr().err
+    )
+    assert dbt_commands == []
