@@ -8,9 +8,11 @@ import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 from retrylake.errors import UsageError
 from retrylake.lakehouse import Lakehouse
+from retrylake.metastore import MetastoreError
 from retrylake.metastore import spark_settings as metastore_settings
 from spark_udfs.snapshots import on_local_disk
 
@@ -99,12 +101,13 @@ def start_session(
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        warehouse = active.conf.get("spark.sql.warehouse.dir")
-        if Path(warehouse.removeprefix("file:")).resolve() != lakehouse.warehouse.resolve():
+        if not _local_warehouse(active, lakehouse):
+            warehouse = active.conf.get("spark.sql.warehouse.dir")
             raise RuntimeError(
                 f"this process already runs Spark on {warehouse}; one process serves one lakehouse"
             )
         lakehouse.prepare()
+        check_databases_in_warehouse(active, lakehouse)
         if remove_unfinished:
             remove_unfinished_tables(active, lakehouse)
         return active
@@ -147,9 +150,44 @@ def start_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("RETRYLAKE_SPARK_LOG_LEVEL", "WARN"))
     register_udfs(spark)
+    check_databases_in_warehouse(spark, lakehouse)
     if remove_unfinished:
         remove_unfinished_tables(spark, lakehouse)
     return spark
+
+
+def _local_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> bool:
+    warehouse = spark.conf.get("spark.sql.warehouse.dir") or ""
+    return Path(warehouse.removeprefix("file:")).resolve() == lakehouse.warehouse.resolve()
+
+
+def check_databases_in_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> None:
+    """Refuse a metastore that keeps retrylake's databases outside this lakehouse's warehouse.
+
+    The metastore records every database's and table's folder as an absolute path, so a
+    lakehouse folder copied or moved elsewhere still names the original's folders, and a build
+    would write into them (into the original lakehouse, if it is still there). Only a local
+    warehouse is checked; a few metastore calls, milliseconds.
+    """
+    if not _local_warehouse(spark, lakehouse):
+        return
+    warehouse = lakehouse.warehouse.resolve()
+    for row in spark.sql("show databases").collect():
+        name = row[0]
+        if not name.startswith("retrylake"):
+            continue
+        location = spark.catalog.getDatabase(name).locationUri
+        parts = urlsplit(location)
+        local = parts.scheme in ("", "file") and not parts.netloc
+        if local and Path(unquote(parts.path)).resolve().parent == warehouse:
+            continue
+        raise MetastoreError(
+            f"the lakehouse {lakehouse.root} was copied or moved, or its metastore is another "
+            f"lakehouse's: the metastore keeps the database {name} in {location}, outside "
+            f"its warehouse {warehouse}, and a build would write there. Build a new lakehouse "
+            "from the landing (retrylake build --lakehouse NEW_FOLDER --landing LANDING), or "
+            "use this one where it was built"
+        )
 
 
 def remove_unfinished_tables(spark: SparkSession, lakehouse: Lakehouse) -> list[Path]:
@@ -160,8 +198,7 @@ def remove_unfinished_tables(spark: SparkSession, lakehouse: Lakehouse) -> list[
     next build would fail. One process owns a lakehouse, so a folder in one of retrylake's
     databases without a table of its name is such a leftover. Only a local warehouse is checked.
     """
-    warehouse = spark.conf.get("spark.sql.warehouse.dir") or ""
-    if Path(warehouse.removeprefix("file:")).resolve() != lakehouse.warehouse.resolve():
+    if not _local_warehouse(spark, lakehouse):
         return []
     removed = []
     for database_folder in sorted(lakehouse.warehouse.glob("retrylake*.db")):

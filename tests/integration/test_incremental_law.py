@@ -1,7 +1,8 @@
 """The incremental law on the real embedded Spark: for any split of a landing set into batches,
 building after each batch gives marts identical, row for row, to one full-refresh build of all
 of it, building again with no new data changes nothing, and a build killed in the middle of a
-model, then run again, publishes those same marts too.
+model, then run again, publishes those same marts too; a copy of the lakehouse it leaves is
+refused rather than built into the original's folders.
 
 Batches are made of landing *lines*, re-packed into new files, so a split can cut through a
 file, deliver a lifecycle's records in reverse order, hold a Pub back until after its message
@@ -17,6 +18,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -258,13 +260,11 @@ def _published_rows(spark, warehouse: Path, name: str, columns: list[str]) -> li
     return table_snapshot(spark, spark.read.parquet(str(snapshot)).select(*columns))
 
 
-def test_a_killed_build_recovers_to_the_full_build(
-    spark, lakehouse, full_landing, full_build, tmp_path
-):
+@pytest.fixture(scope="module")
+def recovered_lakehouse(full_landing, tmp_path_factory) -> Path:
     """`retrylake build` in its own process and lakehouse, killed with SIGKILL inside a model's
-    write; `retrylake dbt -- run` is the recovery, and what it publishes equals the full build
-    of the same landing, mart for mart."""
-    crashed = tmp_path / "crashed-lakehouse"
+    write, then `retrylake dbt -- run`, the recovery, in another process."""
+    crashed = tmp_path_factory.mktemp("law-crash") / "crashed-lakehouse"
     where = ("--lakehouse", str(crashed), "--landing", str(full_landing))
     log = crashed / "dbt" / "logs" / "dbt.log"
     victim = subprocess.Popen(
@@ -296,7 +296,14 @@ def test_a_killed_build_recovers_to_the_full_build(
         check=False,
     )
     assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
+    return crashed
 
+
+def test_a_killed_build_recovers_to_the_full_build(
+    spark, lakehouse, recovered_lakehouse, full_build
+):
+    """What the recovery publishes equals the full build of the same landing, mart for mart."""
+    crashed = recovered_lakehouse
     published = set(published_marts(crashed / "warehouse" / PUBLISHED_FOLDER))
     compared = sorted(published & set(full_build))
     assert {*fact_marts(lakehouse), *CONFIG_MARTS, *DLQ_MARTS} <= set(compared), compared
@@ -308,3 +315,27 @@ def test_a_killed_build_recovers_to_the_full_build(
         )
         recovered = _published_rows(spark, crashed / "warehouse", name, columns)
         assert recovered == full_build[name], name
+
+
+def test_a_copied_lakehouse_is_refused_before_it_writes(
+    recovered_lakehouse, full_landing, tmp_path
+):
+    """Its metastore still names the original's folders: a build of the copy stops at the
+    session's start, naming them, and the original's warehouse is left as it was."""
+    original = recovered_lakehouse / "warehouse"
+    copied = tmp_path / "copied-lakehouse"
+    shutil.copytree(recovered_lakehouse, copied, symlinks=True)
+    before = {path: path.stat().st_mtime_ns for path in original.rglob("*")}
+    result = subprocess.run(
+        [sys.executable, "-m", "retrylake", "build", "--force", "--lakehouse", str(copied),
+         "--landing", str(full_landing)],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "was copied or moved" in result.stderr, result.stderr[-2000:]
+    assert str(original) in result.stderr and str(copied / "warehouse") in result.stderr
+    assert {path: path.stat().st_mtime_ns for path in original.rglob("*")} == before

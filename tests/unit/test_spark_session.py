@@ -1,9 +1,13 @@
-"""The embedded session's scheduler (dbt runs several models at once on two cores) and its
-listing of a table's folders."""
+"""The embedded session's scheduler (dbt runs several models at once on two cores), its
+listing of a table's folders, and its refusal of a metastore whose databases live elsewhere."""
+
+from pathlib import Path
 
 import pytest
 
-from retrylake.spark import local_warehouse_defaults
+from retrylake.lakehouse import Lakehouse
+from retrylake.metastore import MetastoreError
+from retrylake.spark import check_databases_in_warehouse, local_warehouse_defaults
 
 THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
@@ -67,3 +71,25 @@ def test_only_a_local_master_over_a_local_warehouse_lists_on_the_driver(
 ) -> None:
     settings = local_warehouse_defaults(master, warehouse)
     assert (THRESHOLD in settings) is listed_by_the_driver
+
+
+@pytest.mark.spark
+def test_a_database_outside_the_lakehouse_warehouse_is_refused(
+    spark, lakehouse: Lakehouse, tmp_path: Path
+) -> None:
+    """What a copied lakehouse's metastore holds: databases whose folders are the original's.
+    A database in the warehouse passes; one elsewhere stops the session before any build."""
+    elsewhere = tmp_path / "original" / "warehouse" / "retrylake_probe_copied.db"
+    spark.sql("create database retrylake_probe_in_place")
+    try:
+        check_databases_in_warehouse(spark, lakehouse)
+        spark.sql(f"create database retrylake_probe_copied location '{elsewhere}'")
+        with pytest.raises(MetastoreError) as refused:
+            check_databases_in_warehouse(spark, lakehouse)
+    finally:
+        spark.sql("drop database if exists retrylake_probe_copied cascade")
+        spark.sql("drop database if exists retrylake_probe_in_place cascade")
+    message = str(refused.value)
+    assert "copied or moved" in message and "retrylake_probe_copied" in message
+    assert str(elsewhere) in message and str(lakehouse.warehouse.resolve()) in message
+    check_databases_in_warehouse(spark, lakehouse)  # as before the probe
