@@ -76,6 +76,14 @@ def sample(jvm_pid: int | None) -> CpuSample | None:
     return taken
 
 
+def busy_seconds(before: CpuSample | None, after: CpuSample | None) -> float | None:
+    """The machine's busy CPU seconds (all cores) between two samples: on a machine that runs
+    nothing else, a process tree's CPU, JVM included, whoever reaps it."""
+    if before is None or after is None:
+        return None
+    return round((after.machine_busy - before.machine_busy) / os.sysconf("SC_CLK_TCK"), 1)
+
+
 def between(before: CpuSample | None, after: CpuSample | None) -> dict | None:
     """What the phase between two samples used. The JIT and GC threads live as long as the JVM,
     so their difference is theirs; what the JVM's other threads used is the rest of its total,
