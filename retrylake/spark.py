@@ -167,7 +167,8 @@ def check_databases_in_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> N
     The metastore records every database's and table's folder as an absolute path, so a
     lakehouse folder copied or moved elsewhere still names the original's folders, and a build
     would write into them (into the original lakehouse, if it is still there). Only a local
-    warehouse is checked; a few metastore calls, milliseconds.
+    warehouse is checked; a metastore call per database, 0.12 to 0.18 s in all on the bench's
+    10x lakehouse (Derby, eight databases).
     """
     if not _local_warehouse(spark, lakehouse):
         return
