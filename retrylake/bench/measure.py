@@ -261,11 +261,18 @@ def _timed_unit_tests(project_dir: Path, lakehouse: Lakehouse) -> float:
     return round(time.perf_counter() - began, 1)
 
 
+def _phase_lakehouse(root: Path, phase: str) -> Lakehouse:
+    """A history's lakehouse, named alike by its process and the new-process build after it
+    (the landing is recorded by path, so both must give the same one)."""
+    house = root.resolve() / phase / "lakehouse"
+    return Lakehouse(house, house / "landing")
+
+
 def run_phase(phase: str, data: Path, root: Path, project_dir: Path, tests: bool = True) -> dict:
     """In this process: scan floor and full build of one history, then the 1% batch on top."""
     from retrylake.spark import start_session
 
-    lakehouse = Lakehouse(root / phase / "lakehouse", root / phase / "lakehouse" / "landing")
+    lakehouse = _phase_lakehouse(root, phase)
     shutil.rmtree(lakehouse.root, ignore_errors=True)
     for chunk in _history_chunks(data, phase):
         _landing_with(lakehouse, chunk, f"history/{chunk.name}")
@@ -289,10 +296,9 @@ def new_process_batch(root: Path, phase: str, data: Path, project_dir: Path, tes
     """`retrylake build` of the second 1% batch in a new process, as cron runs it: the batch's
     models and data tests (the dbt unit tests passed with this code already). Its CPU is the
     machine's busy time meanwhile: the JVM is not this process's child, and the bench runs alone."""
-    house = root.resolve() / phase / "lakehouse"  # as the phase's process named it
-    lakehouse = Lakehouse(house, house / "landing")
+    lakehouse = _phase_lakehouse(root, phase)
     _landing_with(lakehouse, data / NEW_PROCESS_BATCH, NEW_PROCESS_BATCH)
-    left_out = NO_TESTS if not tests else ["resource_type:unit_test"]
+    left_out = ["resource_type:unit_test"] if tests else NO_TESTS
     command = [sys.executable, "-m", "retrylake", "build", "--lakehouse", str(lakehouse.root),
                "--landing", str(lakehouse.landing), "--exclude", *left_out]  # fmt: skip
     began, cpu_began = time.perf_counter(), cpu.sample(None)
