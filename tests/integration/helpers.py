@@ -1,9 +1,14 @@
-"""Reading marts back for assertions: plain Python values, timestamps as epoch milliseconds."""
+"""Reading marts back for assertions: plain Python values, timestamps as epoch milliseconds;
+and what the tests that start processes share (a free port, waiting for a line of a log)."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 from retrylake.lakehouse import Lakehouse
@@ -85,3 +90,33 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def wait_for_log(
+    log: Path,
+    pattern: str,
+    process: subprocess.Popen,
+    *,
+    timeout: float,
+    times: int = 1,
+    errors: Path | None = None,
+) -> re.Match[str]:
+    """Wait until ``log`` holds ``times`` matches of the regular expression ``pattern``, and
+    return the last of them. Fails at once if ``process`` ends first, and after ``timeout``
+    seconds, showing the end of ``errors`` (the process's stderr, if apart) or of the log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        found = list(re.finditer(pattern, text))
+        if len(found) >= times:
+            return found[times - 1]
+        ended = process.poll() is not None
+        if ended or time.monotonic() >= deadline:
+            shown = errors or log
+            tail = shown.read_text(errors="replace")[-3000:] if shown.exists() else "(none)"
+            what = f"exited ({process.returncode})" if ended else f"ran {timeout:.0f} s"
+            raise AssertionError(
+                f"the process {what} before {log} showed {pattern!r} {times} time(s); "
+                f"the end of {shown}:\n{tail}"
+            )
+        time.sleep(0.2)

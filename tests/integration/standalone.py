@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import subprocess
 import time
 import urllib.request
@@ -13,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
+
+from tests.integration.helpers import wait_for_log
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
@@ -33,18 +34,6 @@ def _spark_daemon(main_class: str, args: list[str], log: Path) -> subprocess.Pop
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-
-
-def _logged(log: Path, pattern: str, daemon: subprocess.Popen, deadline: float) -> str:
-    """The first group of the first line of a daemon's log that matches `pattern`: the master
-    picks its own free ports (port 0), so the log is where they are known."""
-    while True:
-        found = re.search(pattern, log.read_text(errors="replace"))
-        if found:
-            return found.group(1)
-        assert daemon.poll() is None, f"the Spark master exited; see {log}"
-        assert time.monotonic() < deadline, f"the Spark master did not log {pattern!r}; see {log}"
-        time.sleep(0.2)
 
 
 def _alive_workers(web_url: str) -> int:
@@ -72,12 +61,19 @@ def standalone_cluster(root: Path) -> Iterator[str]:
         )
     ]
     try:
-        master_url = _logged(
-            master_log, r"Starting Spark master at (spark://\S+)", daemons[0], deadline
-        )
-        web_port = _logged(
-            master_log, r"MasterWebUI: Bound .* started at http://[^:]+:(\d+)", daemons[0], deadline
-        )
+        # the master picks its own free ports (port 0), so its log is where they are known
+        master_url = wait_for_log(
+            master_log,
+            r"Starting Spark master at (spark://\S+)",
+            daemons[0],
+            timeout=deadline - time.monotonic(),
+        ).group(1)
+        web_port = wait_for_log(
+            master_log,
+            r"MasterWebUI: Bound .* started at http://[^:]+:(\d+)",
+            daemons[0],
+            timeout=deadline - time.monotonic(),
+        ).group(1)
         web_url = f"http://127.0.0.1:{web_port}"
         for number in (1, 2):
             daemons.append(

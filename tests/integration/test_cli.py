@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
 from retrylake.sim.sample import START_MS, write_sample
 from tests.conftest import PROJECT_DIR
-from tests.integration.helpers import free_port
+from tests.integration.helpers import free_port, wait_for_log
 
 pytestmark = pytest.mark.integration
 
@@ -114,12 +113,7 @@ def _java_children(pid: int) -> set[int]:
     return found
 
 
-def _wait_for(path: Path, text: str, times: int, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 600
-    while path.read_text().count(text) < times:
-        assert process.poll() is None, path.read_text()[-3000:]
-        assert time.monotonic() < deadline, path.read_text()[-3000:]
-        time.sleep(0.5)
+BUILT = "retrylake: built in"  # the watch's line after each build
 
 
 def _lifecycle_keys(lakehouse: Lakehouse) -> set[tuple[str, str]]:
@@ -142,7 +136,7 @@ def test_build_watch_builds_what_lands_in_one_process_until_sigterm(project: Pat
             cwd=project, stdout=out, stderr=err,
         )  # fmt: skip
         try:
-            _wait_for(errors, "retrylake: built in", 1, process)
+            wait_for_log(errors, BUILT, process, timeout=600)
             jvm = _java_children(process.pid)
             assert len(jvm) == 1
             before = _lifecycle_keys(lakehouse)
@@ -153,7 +147,7 @@ def test_build_watch_builds_what_lands_in_one_process_until_sigterm(project: Pat
                 seeds_dir=project / "seeds",
             )
             (batch / "trace").rename(landing / "trace" / "batch")
-            _wait_for(errors, "retrylake: built in", 2, process)
+            wait_for_log(errors, BUILT, process, timeout=600, times=2)
             assert _java_children(process.pid) == jvm  # the second build reused the first's JVM
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=120) == 0, errors.read_text()[-3000:]
@@ -162,7 +156,7 @@ def test_build_watch_builds_what_lands_in_one_process_until_sigterm(project: Pat
                 process.kill()
                 process.wait()
     log = errors.read_text()
-    assert log.count("retrylake: built in") == 2 and "retrylake: stopped watching" in log
+    assert log.count(BUILT) == 2 and "retrylake: stopped watching" in log
     landed = {
         (row["consumer_group"], row["msg_id"])
         for row in read_ground_truth(batch)

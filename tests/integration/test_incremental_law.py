@@ -37,6 +37,7 @@ from tests.integration.helpers import (
     retrylake_tables,
     table_snapshot,
     unpublished_fact_marts,
+    wait_for_log,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -276,11 +277,7 @@ def recovered_lakehouse(full_landing, tmp_path_factory) -> Path:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 600
-    while not (log.exists() and KILL_WHEN in log.read_text(errors="replace")):
-        assert victim.poll() is None, "the build ended before the model to interrupt started"
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    wait_for_log(log, re.escape(KILL_WHEN), victim, timeout=600)
     time.sleep(1.5)  # inside the model's write
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from retrylake.sim import grpc5
 from retrylake.sim.engine import GeneratorConfig, generate
 from retrylake.sim.sample import END_MS, START_MS, write_sample
 from tests.conftest import PROJECT_DIR
-from tests.integration.helpers import free_port
+from tests.integration.helpers import free_port, wait_for_log
 from tests.integration.postgres import metastore_tables, running_postgres
 
 pytestmark = pytest.mark.integration
@@ -81,11 +80,9 @@ def _serving(root: Path, port: int, metastore: str, sample, grpc_truth):
         [*command, "--metastore", metastore], stdout=out, stderr=err, text=True
     )
     try:
-        deadline = time.monotonic() + 300
-        while "Press Ctrl-C" not in (root / "serve.out").read_text():
-            assert process.poll() is None, (root / "serve.err").read_text()
-            assert time.monotonic() < deadline, "the server did not start in 5 minutes"
-            time.sleep(0.5)
+        wait_for_log(
+            root / "serve.out", "Press Ctrl-C", process, timeout=300, errors=root / "serve.err"
+        )
         yield {
             "root": root,
             "port": port,
