@@ -62,18 +62,13 @@ def standalone_cluster(root: Path) -> Iterator[str]:
     ]
     try:
         # the master picks its own free ports (port 0), so its log is where they are known
-        master_url = wait_for_log(
-            master_log,
-            r"Starting Spark master at (spark://\S+)",
-            daemons[0],
-            timeout=deadline - time.monotonic(),
-        ).group(1)
-        web_port = wait_for_log(
-            master_log,
-            r"MasterWebUI: Bound .* started at http://[^:]+:(\d+)",
-            daemons[0],
-            timeout=deadline - time.monotonic(),
-        ).group(1)
+        master_url, web_port = (
+            wait_for_log(master_log, pattern, daemons[0], timeout=deadline - time.monotonic())[1]
+            for pattern in (
+                r"Starting Spark master at (spark://\S+)",
+                r"MasterWebUI: Bound .* started at http://[^:]+:(\d+)",
+            )
+        )
         web_url = f"http://127.0.0.1:{web_port}"
         for number in (1, 2):
             daemons.append(
