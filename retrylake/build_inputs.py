@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from importlib import metadata
 from pathlib import Path
 
@@ -41,11 +42,24 @@ TOOL_DISTRIBUTIONS = ("dbt-core", "dbt-spark", "pyspark")
 
 
 def _files(folder: Path) -> list[Path]:
+    """Every file under ``folder``, sorted. Symlinked folders are followed, as Spark reads
+    through them (a feed folder is often a link to where an exporter writes; `Path.rglob` does
+    not enter one), each real folder once, so a link back up the tree ends. A folder removed
+    while it is listed is left out: the next check lists what replaced it."""
     if folder.is_file():
         return [folder]
     if not folder.is_dir():
         return []
-    return sorted(path for path in folder.rglob("*") if path.is_file())
+    found = []
+    listed = set()
+    for directory, subdirectories, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in listed:
+            subdirectories.clear()
+            continue
+        listed.add(real)
+        found += [path for name in names if (path := Path(directory, name)).is_file()]
+    return sorted(found)
 
 
 def _hash_contents(digest: hashlib._Hash, root: Path, paths: list[Path]) -> None:
@@ -96,7 +110,10 @@ def build_inputs_fingerprint(project_dir: Path, lakehouse: Lakehouse, command: l
     _hash_code(digest, project_dir)
     # Every file of the landing zone, hidden ones too: a rename into place changes the list.
     for path in _files(lakehouse.landing):
-        status = path.stat()
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            continue  # renamed or removed since it was listed; the next check sees where it went
         relative = str(path.relative_to(lakehouse.landing))
         digest.update(f"{relative}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
     return digest.hexdigest()

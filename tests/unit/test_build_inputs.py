@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from retrylake import build_inputs
 from retrylake.build_inputs import (
     LastBuild,
     UnitTestsPassed,
@@ -54,6 +55,7 @@ def test_the_same_inputs_give_the_same_fingerprint(project, lakehouse):
         "new landing file",
         "hidden landing file renamed into place",
         "landing file grown",
+        "new file in a feed folder that is a symlink",
         "seed edited",
         "model edited",
         "model added",
@@ -75,6 +77,13 @@ def test_each_input_changes_the_fingerprint(project, lakehouse, change):
     elif change == "landing file grown":
         with (trace / "a.jsonl").open("a") as handle:
             handle.write('{"msgId": "2"}\n')
+    elif change == "new file in a feed folder that is a symlink":
+        exported = lakehouse.root.parent / "exporter" / "otel" / "2026"  # where an exporter writes
+        exported.mkdir(parents=True)
+        (exported / "a.jsonl").write_text("{}\n")
+        (lakehouse.landing / "otel").symlink_to(exported.parent, target_is_directory=True)
+        before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+        (exported / "b.jsonl").write_text("{}\n")
     elif change == "seed edited":
         (project / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng2\n")
     elif change == "model edited":
@@ -95,6 +104,28 @@ def test_a_rewritten_landing_file_of_the_same_size_changes_the_fingerprint(proje
     path.write_text('{"msgId": "9"}\n')
     os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000))
     assert build_inputs_fingerprint(project, lakehouse, COMMAND) != before
+
+
+def test_a_link_back_up_the_landing_is_listed_once(project, lakehouse):
+    before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    (lakehouse.landing / "trace" / "2026" / "up").symlink_to(lakehouse.landing)
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) == before
+
+
+def test_a_file_gone_between_the_listing_and_its_status_is_left_out(
+    project, lakehouse, monkeypatch
+):
+    """An exporter renames a file into place, or retention removes one, while a check lists
+    the landing: the check goes on, and the next one sees the landing as it is then."""
+    before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    listed = build_inputs._files
+    gone = lakehouse.landing / "trace" / "2026" / ".a.jsonl.tmp"
+
+    def listed_then_renamed(folder: Path) -> list[Path]:
+        return sorted([*listed(folder), gone]) if folder == lakehouse.landing else listed(folder)
+
+    monkeypatch.setattr(build_inputs, "_files", listed_then_renamed)
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) == before
 
 
 def test_the_last_build_is_matched_recorded_and_forgotten(project, lakehouse, tmp_path):
