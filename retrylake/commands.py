@@ -169,10 +169,17 @@ def _watch_checks(
                     file=sys.stderr,
                 )
             except RetrylakeError as error:
-                failed_inputs = inputs
+                # A landing on shared storage is not listed, so its inputs never show a change:
+                # there a failed build is tried again at the next check, as every check builds.
+                listed = lakehouse.landing_url is None
+                failed_inputs = inputs if listed else None
+                again = (
+                    "when the landing, seeds or project change"
+                    if listed
+                    else f"in {every_seconds:g} s"
+                )
                 print(
-                    f"retrylake: {error.message().rstrip('.')}. Building again when the landing, "
-                    "seeds or project change.",
+                    f"retrylake: {error.message().rstrip('.')}. Building again {again}.",
                     file=sys.stderr,
                 )
             else:

@@ -6,6 +6,7 @@ CLI module a watching process); the command handed to it is what is checked."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -142,6 +143,28 @@ def test_a_failed_build_waits_for_a_change_before_it_is_tried_again(
     printed = capsys.readouterr().err
     assert printed.count("failing node. Building again when the landing") == 2
     assert printed.count("retrylake: built in ") == 1
+
+
+def test_on_shared_storage_a_failed_build_is_tried_again_at_the_next_check(
+    dbt_commands, lakehouse, monkeypatch, capsys
+):
+    """An hdfs:// or s3a:// landing is not listed, so no check can see it change: as every
+    check builds there, a failed build must not wait for a change that never shows."""
+    outcomes = ["fail", "pass", "pass"]
+
+    def run_dbt(command: list[str], *args: object) -> None:
+        dbt_commands.append(list(command))
+        if outcomes.pop(0) == "fail":
+            raise DbtFailedError("dbt build failed")
+
+    monkeypatch.setattr(commands, "run_dbt", run_dbt)
+    shared = dataclasses.replace(lakehouse, landing_url="hdfs://namenode/rocketmq/landing")
+    checks = Checks(_nothing, _nothing, _nothing)
+    commands.watch(PROJECT_DIR, shared, 5, checks)  # type: ignore[arg-type]
+    assert len(dbt_commands) == 3 and outcomes == []
+    printed = capsys.readouterr().err
+    assert printed.count("failing node. Building again in 5 s.") == 1
+    assert printed.count("retrylake: built in ") == 2
 
 
 def test_on_derby_the_watch_holds_the_lakehouse_throughout(dbt_commands, lakehouse):
