@@ -101,10 +101,11 @@ def start_session(
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        if not _local_warehouse(active, lakehouse):
-            warehouse = active.conf.get("spark.sql.warehouse.dir")
+        asked = (extra_conf or {}).get("spark.sql.warehouse.dir", str(lakehouse.warehouse))
+        running = active.conf.get("spark.sql.warehouse.dir") or ""
+        if _warehouse_key(running) != _warehouse_key(asked):
             raise RuntimeError(
-                f"this process already runs Spark on {warehouse}; one process serves one lakehouse"
+                f"this process already runs Spark on {running}; one process serves one lakehouse"
             )
         lakehouse.prepare()
         check_databases_in_warehouse(active, lakehouse)
@@ -156,9 +157,18 @@ def start_session(
     return spark
 
 
+def _warehouse_key(warehouse: str) -> str:
+    """A warehouse as Spark may name it (a path, a ``file:`` URL, ``hdfs://...``), comparable."""
+    parts = urlsplit(warehouse)
+    if parts.scheme in ("", "file") and not parts.netloc:
+        # a path as given, not a URL: Spark keeps it unencoded
+        return str(Path(warehouse.removeprefix("file:")).resolve())
+    return warehouse.rstrip("/")
+
+
 def _local_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> bool:
     warehouse = spark.conf.get("spark.sql.warehouse.dir") or ""
-    return Path(warehouse.removeprefix("file:")).resolve() == lakehouse.warehouse.resolve()
+    return _warehouse_key(warehouse) == str(lakehouse.warehouse.resolve())
 
 
 def check_databases_in_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> None:

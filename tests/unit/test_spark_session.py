@@ -1,13 +1,20 @@
 """The embedded session's scheduler (dbt runs several models at once on two cores), its
-listing of a table's folders, and its refusal of a metastore whose databases live elsewhere."""
+listing of a table's folders, its refusal of a metastore whose databases live elsewhere, and
+which session a process that already runs one is given."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from pyspark.sql import SparkSession
 
 from retrylake.lakehouse import Lakehouse
 from retrylake.metastore import MetastoreError
-from retrylake.spark import check_databases_in_warehouse, local_warehouse_defaults
+from retrylake.spark import (
+    check_databases_in_warehouse,
+    local_warehouse_defaults,
+    start_session,
+)
 
 THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
@@ -93,3 +100,33 @@ def test_a_database_outside_the_lakehouse_warehouse_is_refused(
     assert "copied or moved" in message and "retrylake_probe_copied" in message
     assert str(elsewhere) in message and str(lakehouse.warehouse.resolve()) in message
     check_databases_in_warehouse(spark, lakehouse)  # as before the probe
+
+
+@pytest.mark.parametrize(
+    ("running", "asked", "same"),
+    [
+        ("hdfs://nn:8020/retrylake/warehouse", "hdfs://nn:8020/retrylake/warehouse/", True),
+        ("hdfs://nn:8020/retrylake/warehouse", "hdfs://nn:8020/other/warehouse", False),
+        ("s3a://bucket/warehouse", None, False),  # the lakehouse's own, local, warehouse
+        ("file:{local}", None, True),
+        ("{local}", "file://{local}", True),
+    ],
+)
+def test_a_second_build_in_a_process_gets_its_session_on_the_same_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, running: str, asked: str | None, same: bool
+) -> None:
+    """`retrylake build --watch` starts the session at its first build and asks for it again
+    at each build, with the same settings: a warehouse on HDFS or S3 (`--conf
+    spark.sql.warehouse.dir=...`) is the same one, not "another lakehouse"."""
+    lakehouse = Lakehouse(tmp_path / "lakehouse", tmp_path / "lakehouse" / "landing")
+    local = str(lakehouse.warehouse)
+    conf = {"spark.sql.warehouse.dir": running.format(local=local)}
+    no_databases = SimpleNamespace(collect=list)  # what the local warehouse's check reads
+    session = SimpleNamespace(conf=SimpleNamespace(get=conf.get), sql=lambda _: no_databases)
+    monkeypatch.setattr(SparkSession, "getActiveSession", lambda: session)
+    extra = {"spark.sql.warehouse.dir": asked.format(local=local)} if asked else None
+    if same:
+        assert start_session(lakehouse, extra_conf=extra, remove_unfinished=False) is session
+    else:
+        with pytest.raises(RuntimeError, match="one process serves one lakehouse"):
+            start_session(lakehouse, extra_conf=extra, remove_unfinished=False)
