@@ -122,17 +122,25 @@ def test_it_builds_at_once_then_only_what_changed(dbt_commands, lakehouse):
     assert checks.waited == [30] * 5
 
 
-def test_a_failed_build_waits_for_a_change_before_it_is_tried_again(
-    dbt_commands, lakehouse, monkeypatch, capsys
-):
-    outcomes = ["fail", "fail", "pass"]
+def _dbt_outcomes(
+    dbt_commands: list[list[str]], monkeypatch: pytest.MonkeyPatch, *outcomes: str
+) -> list[str]:
+    """dbt fails or passes at each build in turn; the outcomes not yet used are returned."""
+    left = list(outcomes)
 
     def run_dbt(command: list[str], *args: object) -> None:
         dbt_commands.append(list(command))
-        if outcomes.pop(0) == "fail":
+        if left.pop(0) == "fail":
             raise DbtFailedError("dbt build failed")
 
     monkeypatch.setattr(commands, "run_dbt", run_dbt)
+    return left
+
+
+def test_a_failed_build_waits_for_a_change_before_it_is_tried_again(
+    dbt_commands, lakehouse, monkeypatch, capsys
+):
+    outcomes = _dbt_outcomes(dbt_commands, monkeypatch, "fail", "fail", "pass")
     new_files = _land(lakehouse, "b.jsonl"), _land(lakehouse, "c.jsonl")
     checks = Checks(_nothing, _nothing, new_files[0], _nothing, new_files[1], _nothing)
     commands.watch(PROJECT_DIR, lakehouse, 5, checks)  # type: ignore[arg-type]
@@ -150,14 +158,7 @@ def test_on_shared_storage_a_failed_build_is_tried_again_at_the_next_check(
 ):
     """An hdfs:// or s3a:// landing is not listed, so no check can see it change: as every
     check builds there, a failed build must not wait for a change that never shows."""
-    outcomes = ["fail", "pass", "pass"]
-
-    def run_dbt(command: list[str], *args: object) -> None:
-        dbt_commands.append(list(command))
-        if outcomes.pop(0) == "fail":
-            raise DbtFailedError("dbt build failed")
-
-    monkeypatch.setattr(commands, "run_dbt", run_dbt)
+    outcomes = _dbt_outcomes(dbt_commands, monkeypatch, "fail", "pass", "pass")
     shared = dataclasses.replace(lakehouse, landing_url="hdfs://namenode/rocketmq/landing")
     checks = Checks(_nothing, _nothing, _nothing)
     commands.watch(PROJECT_DIR, shared, 5, checks)  # type: ignore[arg-type]
