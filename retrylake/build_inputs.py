@@ -6,7 +6,8 @@ none of these changed since a build that succeeded, building again would rewrite
 what they already hold, so `retrylake build` says so and stops (``--force`` builds anyway).
 
 Landing files are immutable once landed (docs/incremental.md), so a file's name, size and
-modification time stand for its content; everything else is hashed by content.
+modification time stand for its content; everything else is hashed by content. Of the landing,
+only what Spark reads counts: each feed's folder, without the hidden files Spark skips.
 
 The dbt unit tests read fixtures, not the landing: their outcome is a function of the project,
 retrylake's code and the pinned tools alone. A build runs them only when that code differs from
@@ -22,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 import retrylake
-from retrylake.lakehouse import Lakehouse
+from retrylake.lakehouse import LANDING_FEEDS, Lakehouse
 
 # The parts of the dbt project a build reads; target/, logs/ and the lakehouse are outputs.
 PROJECT_INPUTS = (
@@ -59,6 +60,34 @@ def _files(folder: Path) -> list[Path]:
             continue
         listed.add(real)
         found += [path for name in names if (path := Path(directory, name)).is_file()]
+    return sorted(found)
+
+
+def _read_by_spark(name: str) -> bool:
+    """Whether Spark lists a file or folder of this name: it skips names starting with "." or
+    "_" (but not "_" with "=", a partition) and copies in progress ("._COPYING_"), keeping
+    Parquet's "_metadata" files (Spark 4.0's HadoopFSUtils.shouldFilterOutPathName)."""
+    skipped = (
+        (name.startswith("_") and "=" not in name)
+        or name.startswith(".")
+        or name.endswith("._COPYING_")
+    )
+    return not skipped or name.startswith(("_common_metadata", "_metadata"))
+
+
+def _landing_files(landing: Path) -> list[Path]:
+    """The files a build reads from the landing: those under each feed's folder, less the names
+    Spark skips, so that an exporter's hidden file, written or grown in place, starts no build
+    (its rename into place does). Each feed's file pattern is left to Spark: a file it would
+    not match only makes a build that finds nothing new."""
+    found = []
+    for feed in LANDING_FEEDS:
+        folder = landing / feed
+        found += [
+            path
+            for path in _files(folder)
+            if all(_read_by_spark(part) for part in path.relative_to(folder).parts)
+        ]
     return sorted(found)
 
 
@@ -108,8 +137,7 @@ def build_inputs_fingerprint(project_dir: Path, lakehouse: Lakehouse, command: l
     digest.update(json.dumps(command).encode() + b"\0")
     digest.update(lakehouse.landing_location.encode() + b"\0")
     _hash_code(digest, project_dir)
-    # Every file of the landing zone, hidden ones too: a rename into place changes the list.
-    for path in _files(lakehouse.landing):
+    for path in _landing_files(lakehouse.landing):
         try:
             status = path.stat()
         except FileNotFoundError:

@@ -106,6 +106,31 @@ def test_a_rewritten_landing_file_of_the_same_size_changes_the_fingerprint(proje
     assert build_inputs_fingerprint(project, lakehouse, COMMAND) != before
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        "trace/2026/.b.jsonl.tmp",  # an exporter's file before its rename into place
+        "trace/2026/_b.jsonl",
+        "trace/2026/b.jsonl._COPYING_",  # `hdfs dfs -put` on its way
+        "trace/.staging/b.jsonl",
+        "exporter-offsets.json",  # beside the feeds, not in one
+        "lakehouse/warehouse/retrylake.db/a.parquet",  # a lakehouse kept inside its landing
+    ],
+)
+def test_what_spark_does_not_read_leaves_the_fingerprint_alone(project, lakehouse, written):
+    """Each feed's folder is read, less the names Spark skips: a hidden file written or grown
+    there, or anything outside the feed folders, starts no build that would find nothing."""
+    before = build_inputs_fingerprint(project, lakehouse, COMMAND)
+    path = lakehouse.landing / written
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}\n")
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) == before
+    # while a file Spark reads beside it counts, in a partition-style folder too
+    (lakehouse.landing / "trace" / "_hour=1").mkdir(exist_ok=True)
+    (lakehouse.landing / "trace" / "_hour=1" / "c.jsonl").write_text("{}\n")
+    assert build_inputs_fingerprint(project, lakehouse, COMMAND) != before
+
+
 def test_a_link_back_up_the_landing_is_listed_once(project, lakehouse):
     before = build_inputs_fingerprint(project, lakehouse, COMMAND)
     (lakehouse.landing / "trace" / "2026" / "up").symlink_to(lakehouse.landing)
