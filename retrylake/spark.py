@@ -124,10 +124,13 @@ def start_session(
         # executors must reach the driver, so Spark picks the address.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log_config = Path(__file__).with_name("log4j2.properties")
-    driver_options = (
-        f"-Dderby.system.home={lakehouse.root} "
-        f"-Dderby.stream.error.file={lakehouse.root / 'derby.log'} "
-        f"-Dlog4j2.configurationFile={log_config}"
+    driver_options = " ".join(
+        java_option(name, value)
+        for name, value in (
+            ("derby.system.home", lakehouse.root),
+            ("derby.stream.error.file", lakehouse.root / "derby.log"),
+            ("log4j2.configurationFile", log_config),
+        )
     )
     builder = (
         SparkSession.builder.appName("retrylake")
@@ -155,6 +158,13 @@ def start_session(
     if remove_unfinished:
         remove_unfinished_tables(spark, lakehouse)
     return spark
+
+
+def java_option(name: str, value: object) -> str:
+    """``-Dname=value`` for ``spark.driver.extraJavaOptions``, which Spark splits at spaces
+    outside quotes: quoted, so a lakehouse in a folder with a space starts its JVM."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"-D{name}={text}"'
 
 
 def _warehouse_key(warehouse: str) -> str:

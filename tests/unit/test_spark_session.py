@@ -2,6 +2,7 @@
 listing of a table's folders, its refusal of a metastore whose databases live elsewhere, and
 which session a process that already runs one is given."""
 
+import shlex
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ from retrylake.lakehouse import Lakehouse
 from retrylake.metastore import MetastoreError
 from retrylake.spark import (
     check_databases_in_warehouse,
+    java_option,
     local_warehouse_defaults,
     start_session,
 )
@@ -130,3 +132,12 @@ def test_a_second_build_in_a_process_gets_its_session_on_the_same_warehouse(
     else:
         with pytest.raises(RuntimeError, match="one process serves one lakehouse"):
             start_session(lakehouse, extra_conf=extra, remove_unfinished=False)
+
+
+def test_a_driver_option_stays_one_argument_whatever_the_path() -> None:
+    """Spark splits `spark.driver.extraJavaOptions` at spaces outside quotes, as a shell does:
+    a lakehouse in "/data/RocketMQ exports" gave the JVM "exports/lakehouse" as its main class.
+    (A session in such a folder, started by hand: Derby, the warehouse and the copy check.)"""
+    values = ["/data/RocketMQ exports/lake", '/tmp/a "b"/c', "/tmp/back\\slash", "/tmp/a%20b#c"]
+    options = " ".join(java_option("derby.system.home", value) for value in values)
+    assert shlex.split(options) == [f"-Dderby.system.home={value}" for value in values]
