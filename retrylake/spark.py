@@ -99,11 +99,11 @@ def start_session(
 
     from spark_udfs import register_udfs
 
+    warehouse = (extra_conf or {}).get("spark.sql.warehouse.dir", str(lakehouse.warehouse))
     active = SparkSession.getActiveSession()
     if active is not None:
-        asked = (extra_conf or {}).get("spark.sql.warehouse.dir", str(lakehouse.warehouse))
         running = active.conf.get("spark.sql.warehouse.dir") or ""
-        if _warehouse_key(running) != _warehouse_key(asked):
+        if _warehouse_key(running) != _warehouse_key(warehouse):
             raise RuntimeError(
                 f"this process already runs Spark on {running}; one process serves one lakehouse"
             )
@@ -146,7 +146,6 @@ def start_session(
             builder = builder.config(key, value)
     if master is not None:
         builder = builder.master(master)
-    warehouse = (extra_conf or {}).get("spark.sql.warehouse.dir", str(lakehouse.warehouse))
     for key, value in local_warehouse_defaults(master, warehouse).items():
         builder = builder.config(key, value)
     for key, value in (extra_conf or {}).items():
@@ -169,8 +168,7 @@ def java_option(name: str, value: object) -> str:
 
 def _warehouse_key(warehouse: str) -> str:
     """A warehouse as Spark may name it (a path, a ``file:`` URL, ``hdfs://...``), comparable."""
-    parts = urlsplit(warehouse)
-    if parts.scheme in ("", "file") and not parts.netloc:
+    if on_local_disk(warehouse):
         # a path as given, not a URL: Spark keeps it unencoded
         return str(Path(warehouse.removeprefix("file:")).resolve())
     return warehouse.rstrip("/")
@@ -178,7 +176,7 @@ def _warehouse_key(warehouse: str) -> str:
 
 def _local_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> bool:
     warehouse = spark.conf.get("spark.sql.warehouse.dir") or ""
-    return _warehouse_key(warehouse) == str(lakehouse.warehouse.resolve())
+    return _warehouse_key(warehouse) == _warehouse_key(str(lakehouse.warehouse))
 
 
 def check_databases_in_warehouse(spark: SparkSession, lakehouse: Lakehouse) -> None:
