@@ -66,38 +66,99 @@ BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 def _rows(
     path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()
 ) -> list[tuple[int, dict[str, str]]]:
-    """The rows of a seed whose header is ``columns`` in order, any of ``optional`` left out."""
+    """The rows of a seed whose header is ``columns`` in order, any of ``optional`` left out.
+
+    Read as dbt loads a seed (agate): a UTF-8 byte-order mark is skipped, a short row's missing
+    cells are empty; a blank row, which dbt would load as a row of nulls, and a row longer than
+    the header, which fails dbt's load halfway through the build, are refused here.
+    """
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        header = tuple(reader.fieldnames or ())
-        if header != tuple(name for name in columns if name in header or name not in optional):
-            expected = [f"{name} (optional)" if name in optional else name for name in columns]
-            raise ConfigError(f"{path}, row 1: header is {list(header)}, expected {expected}")
-        # Row numbers as a spreadsheet shows them: the header is row 1.
-        return [(number, row) for number, row in enumerate(reader, start=2)]
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            records = list(csv.reader(handle))
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{path}: byte {error.start} is not UTF-8 ({error.object[error.start : error.end]!r}); "
+            "save the file as UTF-8"
+        ) from None
+    header = tuple(records[0]) if records else ()
+    if header != tuple(name for name in columns if name in header or name not in optional):
+        expected = [f"{name} (optional)" if name in optional else name for name in columns]
+        raise ConfigError(f"{path}, row 1: header is {list(header)}, expected {expected}")
+    rows = []
+    # Row numbers as a spreadsheet shows them: the header is row 1.
+    for number, values in enumerate(records[1:], start=2):
+        if not any(value.strip() for value in values):
+            raise ConfigError(
+                f"{path}, row {number}: empty; dbt would load it as a row of nulls, so delete it"
+            )
+        if len(values) > len(header):
+            raise ConfigError(
+                f"{path}, row {number}: {len(values)} values for {len(header)} columns "
+                f"(the extra ones: {values[len(header) :]!r})"
+            )
+        padded = values + [""] * (len(header) - len(values))  # a short row: empty cells
+        rows.append((number, dict(zip(header, padded, strict=True))))
+    return rows
 
 
-def _integer(path: Path, number: int, row: dict[str, str], column: str, minimum: int) -> None:
+# Java's int and long: the seed's integer columns are cast to them, and a value out of range
+# (or written other than in ASCII digits) would become null rather than an error.
+JAVA_INT = 2**31 - 1
+JAVA_LONG = 2**63 - 1
+WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*")
+# Cells dbt's seed loader reads as no value at all (agate compares them stripped, lower case).
+NULL_TEXT = ("", "null")
+
+
+def _integer(
+    path: Path,
+    number: int,
+    row: dict[str, str],
+    column: str,
+    minimum: int,
+    maximum: int = JAVA_INT,
+) -> None:
     value = row.get(column)
     if value in ("", None):
         return
-    try:
-        parsed = int(value)
-    except ValueError:
-        raise ConfigError(
-            f"{path}, row {number}, {column}: {value!r} is not a whole number"
-        ) from None
+    if not WHOLE_NUMBER.fullmatch(value):
+        raise ConfigError(f"{path}, row {number}, {column}: {value!r} is not a whole number")
+    parsed = int(value)
     if parsed < minimum:
         raise ConfigError(f"{path}, row {number}, {column}: {value!r} is below {minimum}")
+    if parsed > maximum:
+        raise ConfigError(f"{path}, row {number}, {column}: {value!r} is above {maximum}")
+
+
+def _name(path: Path, number: int, row: dict[str, str], column: str) -> str:
+    """A group's or cluster's name, matched as written against the trace and the other seed."""
+    value = row[column]
+    if value.strip().lower() in NULL_TEXT:
+        raise ConfigError(
+            f"{path}, row {number}, {column}: "
+            + ("empty" if not value else f"{value!r} is read by dbt as no value")
+        )
+    if value != value.strip():
+        raise ConfigError(
+            f"{path}, row {number}, {column}: {value!r} has spaces around the name, so it "
+            "would match no name in the trace or the other seed"
+        )
+    return value
 
 
 def _choice(
-    path: Path, number: int, row: dict[str, str], column: str, allowed: tuple[str, ...]
+    path: Path,
+    number: int,
+    row: dict[str, str],
+    column: str,
+    allowed: tuple[str, ...],
+    *,
+    ignore_case: bool = False,
 ) -> None:
     value = row[column]
-    if value not in ("", *allowed):
+    if (value.lower() if ignore_case else value) not in ("", *allowed):
         raise ConfigError(
             f"{path}, row {number}, {column}: {value!r} is not one of {', '.join(allowed)}"
         )
@@ -106,9 +167,7 @@ def _choice(
 def check_delay_levels(path: Path) -> None:
     seen: dict[str, int] = {}
     for number, row in _rows(path, DELAY_COLUMNS, DELAY_OPTIONAL_COLUMNS):
-        cluster = row["broker_cluster"]
-        if not cluster:
-            raise ConfigError(f"{path}, row {number}, broker_cluster: empty")
+        cluster = _name(path, number, row, "broker_cluster")
         if cluster in seen:
             raise ConfigError(
                 f"{path}, row {number}, broker_cluster: {cluster!r} is listed twice "
@@ -132,9 +191,7 @@ def check_delay_levels(path: Path) -> None:
 def check_consumer_groups(path: Path) -> None:
     seen: dict[str, int] = {}
     for number, row in _rows(path, GROUP_COLUMNS, GROUP_OPTIONAL_COLUMNS):
-        group = row["consumer_group"]
-        if not group:
-            raise ConfigError(f"{path}, row {number}, consumer_group: empty")
+        group = _name(path, number, row, "consumer_group")
         if group in seen:
             raise ConfigError(
                 f"{path}, row {number}, consumer_group: {group!r} is listed twice "
@@ -145,20 +202,23 @@ def check_consumer_groups(path: Path) -> None:
         _choice(path, number, row, "consume_mode", CONSUME_MODES)
         _choice(path, number, row, "client_line", CLIENT_LINES)
         _integer(path, number, row, "max_reconsume_times", -1)
-        _integer(path, number, row, "suspend_current_queue_time_millis", 0)
+        _integer(path, number, row, "suspend_current_queue_time_millis", 0, JAVA_LONG)
         _integer(path, number, row, "retry_queue_nums", -(2**31))
         _integer(path, number, row, "delay_level_when_next_consume", -(2**31))
         _integer(path, number, row, "consume_timeout_minutes", 1)
         _integer(path, number, row, "retry_max_times", 0)
         _choice(path, number, row, "consumer_kind", CONSUMER_KINDS)
-        _choice(path, number, row, "dead_letter_enabled", BOOLEANS)
+        if row["broker_cluster"]:
+            _name(path, number, row, "broker_cluster")
+        _choice(path, number, row, "dead_letter_enabled", BOOLEANS, ignore_case=True)
         _retry_policy(path, number, row.get("group_retry_policy") or "")
 
 
 def _retry_policy(path: Path, number: int, text: str) -> None:
     """The JSON `mqadmin updateSubGroup -p` takes (spec §8.1): a CUSTOMIZED policy's `next` is a
     list of delays in ms; an EXPONENTIAL one's `initial`, `max` and `multiplier` are numbers.
-    A missing policy object means the default of its type."""
+    A missing policy object means the default of its type, and a missing or null type
+    CUSTOMIZED (GroupRetryPolicyTest, spec §9)."""
     if not text:
         return
     where = f"{path}, row {number}, group_retry_policy"
@@ -168,32 +228,50 @@ def _retry_policy(path: Path, number: int, text: str) -> None:
         raise ConfigError(f"{where}: {text!r} is not JSON ({error.msg})") from None
     if not isinstance(policy, dict):
         raise ConfigError(f"{where}: {text!r} is not a JSON object")
-    kind = policy.get("type", "CUSTOMIZED")
+    kind = policy.get("type") or "CUSTOMIZED"
     if kind not in RETRY_POLICY_TYPES:
         raise ConfigError(f"{where}: type {kind!r} is not one of {', '.join(RETRY_POLICY_TYPES)}")
     if kind == "CUSTOMIZED":
-        delays = (policy.get("customizedRetryPolicy") or {}).get("next")
+        delays = _policy_object(where, policy, "customizedRetryPolicy").get("next")
         if delays is None:
             return
         if not isinstance(delays, list) or not delays:
             raise ConfigError(f"{where}: customizedRetryPolicy.next must be a non-empty list")
         for delay in delays:
-            if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+            if not _whole(delay, 0, JAVA_LONG):
                 raise ConfigError(
                     f"{where}: customizedRetryPolicy.next holds {delay!r}, "
                     "not a delay in milliseconds"
                 )
         return
-    exponential = policy.get("exponentialRetryPolicy") or {}
-    for field, minimum in (("initial", 0), ("max", 0), ("multiplier", 1)):
+    exponential = _policy_object(where, policy, "exponentialRetryPolicy")
+    # Java's types: initial and max are longs, multiplier an int
+    for field, minimum, maximum in (
+        ("initial", 0, JAVA_LONG),
+        ("max", 0, JAVA_LONG),
+        ("multiplier", 1, JAVA_INT),
+    ):
         value = exponential.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        if value is not None and not _whole(value, minimum, maximum):
             raise ConfigError(
                 f"{where}: exponentialRetryPolicy.{field} is {value!r}, "
-                f"not a whole number of at least {minimum}"
+                f"not a whole number from {minimum} to {maximum}"
             )
+
+
+def _whole(value: object, minimum: int, maximum: int) -> bool:
+    """A JSON whole number (not a boolean) from ``minimum`` to ``maximum``."""
+    return type(value) is int and minimum <= value <= maximum
+
+
+def _policy_object(where: str, policy: dict, field: str) -> dict:
+    """The policy's ``field`` object; null or missing is the type's default (spec §8.1)."""
+    value = policy.get(field)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {field} is {json.dumps(value)}, not a JSON object")
+    return value
 
 
 def _scenario(path: Path, number: int, row: dict[str, str]) -> str:
@@ -238,9 +316,7 @@ def check_whatif_consumer_groups(
     consumer's maxReconsumeTimes, the 5.x group metadata's retryMaxTimes and retry policy."""
     seen: dict[tuple[str, str], int] = {}
     for number, row in _rows(path, WHATIF_GROUP_COLUMNS):
-        key = (_scenario(path, number, row), row["consumer_group"])
-        if not key[1]:
-            raise ConfigError(f"{path}, row {number}, consumer_group: empty")
+        key = (_scenario(path, number, row), _name(path, number, row, "consumer_group"))
         if key in seen:
             raise ConfigError(
                 f"{path}, row {number}, consumer_group: {key[1]!r} is listed twice for scenario "

@@ -16,7 +16,8 @@ GROUP_SETTINGS = ("max_reconsume_times", "retry_max_times", "group_retry_policy"
 
 
 def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    with path.open(newline="", encoding="utf-8") as handle:
+    # utf-8-sig: a byte-order mark is skipped, as dbt's seed loader and the checks skip it
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         return list(reader.fieldnames or ()), list(reader)
 

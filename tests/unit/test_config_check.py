@@ -204,3 +204,134 @@ def test_a_bad_whatif_scenario_names_file_row_and_value(
 ):
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_configuration(_whatif_project(tmp_path, delay_rows, group_rows))
+
+
+# What dbt's seed loader (agate) makes of a seed, and what Spark's casts make of its values,
+# decide these cases: a row dbt would load as nulls, or a value Spark would turn into null,
+# stops the build here rather than halfway through it or silently.
+
+
+def _group_seed(tmp_path: Path, *rows: str) -> Path:
+    """consumer_groups.csv with the shipped header and ``rows`` as written."""
+    seed = tmp_path / "consumer_groups.csv"
+    seed.write_text(",".join(GROUP_COLUMNS) + "\n" + "".join(rows), encoding="utf-8")
+    return seed
+
+
+GOOD_ROW = "a,CLUSTERING,CONCURRENTLY,3,1000,1,0,DefaultCluster,remoting-4.9,15,,,,\n"
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        # agate loads a blank or whitespace-only line as a row of nulls: a group named null
+        ([GOOD_ROW, "\n", GOOD_ROW.replace("a,", "b,", 1)], "row 3: empty"),
+        ([GOOD_ROW, "  \n"], "row 3: empty"),
+        ([GOOD_ROW, "\n"], "row 3: empty"),
+        # dbt's load fails on a row longer than the header
+        ([GOOD_ROW.replace(",\n", ",,\n")], "row 2: 15 values for 14 columns"),
+        # rows are counted as a spreadsheet shows them, a quoted line break inside one cell
+        (
+            ['"a\nb",CLUSTERING,,,,,,,,,,,,\n', GOOD_ROW.replace("CLUSTERING", "CLUSTER")],
+            "row 3, message_model: 'CLUSTER'",
+        ),
+    ],
+)
+def test_a_row_dbt_would_load_wrongly_is_refused(tmp_path: Path, rows: list[str], message: str):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_consumer_groups(_group_seed(tmp_path, *rows))
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        # Spark casts only ASCII digits within Java's int to an int column; else null
+        ("max_reconsume_times", "3000000000", "'3000000000' is above 2147483647"),
+        ("retry_max_times", "2147483648", "'2147483648' is above 2147483647"),
+        ("max_reconsume_times", "1_0", "'1_0' is not a whole number"),
+        ("max_reconsume_times", "\u0663", "'\u0663' is not a whole number"),
+        ("consume_timeout_minutes", "3.0", "'3.0' is not a whole number"),
+        # suspendCurrentQueueTimeMillis is a long
+        (
+            "suspend_current_queue_time_millis",
+            "9223372036854775808",
+            "is above 9223372036854775807",
+        ),
+        # names dbt reads as no value, or that match nothing
+        ("consumer_group", "null", "consumer_group: 'null' is read by dbt as no value"),
+        ("consumer_group", "NULL", "consumer_group: 'NULL' is read by dbt as no value"),
+        ("consumer_group", "order-service ", "'order-service ' has spaces around the name"),
+        ("broker_cluster", " DefaultCluster", "' DefaultCluster' has spaces around the name"),
+        ("broker_cluster", "null", "broker_cluster: 'null' is read by dbt as no value"),
+    ],
+)
+def test_a_value_spark_or_dbt_would_read_as_null_is_refused(
+    tmp_path: Path, column: str, value: str, message: str
+):
+    row = dict(zip(GROUP_COLUMNS, GOOD_ROW.strip().split(","), strict=True))
+    row[column] = value
+    seed = _group_seed(tmp_path)
+    with seed.open("a", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerow(row.values())
+    with pytest.raises(ConfigError) as raised:
+        check_consumer_groups(seed)
+    assert f"{seed}, row 2, {column}: " in str(raised.value)
+    assert message in str(raised.value)
+
+
+def test_values_dbt_and_spark_read_as_meant_pass(tmp_path: Path):
+    # Spark trims an integer's spaces and reads a sign; agate reads TRUE as true; a long fits
+    check_consumer_groups(
+        _group_seed(
+            tmp_path,
+            "a,CLUSTERING,CONCURRENTLY, 3 ,9223372036854775807,+1,-1,DefaultCluster,"
+            "remoting-4.9,15,,,,\n",
+            'b,,,,,,,,grpc-5,,"{""type"":null}",2147483647,PUSH,TRUE\n',
+            "c,CLUSTERING\n",  # a short row: the missing cells are empty, as dbt loads them
+        )
+    )
+
+
+def test_a_seed_with_a_byte_order_mark_reads_as_dbt_reads_it(project: Path):
+    for name in ("consumer_groups.csv", "broker_delay_levels.csv"):
+        seed = project / "seeds" / name
+        seed.write_bytes(b"\xef\xbb\xbf" + seed.read_bytes())
+    check_configuration(project)
+
+
+def test_a_seed_not_in_utf8_names_the_file_and_byte(project: Path):
+    seed = project / "seeds" / "consumer_groups.csv"
+    seed.write_bytes(seed.read_bytes().replace(b"order-service,", b"order-servic\xe9,", 1))
+    with pytest.raises(ConfigError, match=r"consumer_groups\.csv: byte \d+ is not UTF-8"):
+        check_configuration(project)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ('{"customizedRetryPolicy":"x"}', 'customizedRetryPolicy is "x", not a JSON object'),
+        (
+            '{"type":"EXPONENTIAL","exponentialRetryPolicy":[1]}',
+            "exponentialRetryPolicy is [1], not a JSON object",
+        ),
+        (
+            '{"customizedRetryPolicy":{"next":[9223372036854775808]}}',
+            "next holds 9223372036854775808",
+        ),
+        (
+            '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"multiplier":2147483648}}',
+            "multiplier is 2147483648",
+        ),
+    ],
+)
+def test_a_retry_policy_of_the_wrong_shape_names_row_and_value(
+    tmp_path: Path, policy: str, message: str
+):
+    row = ["g", *[""] * 7, "grpc-5", "", policy, "3", "PUSH", "true"]
+    seed = _group_seed(tmp_path)
+    with seed.open("a", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerow(row)
+    with pytest.raises(ConfigError) as raised:
+        check_consumer_groups(seed)
+    assert f"{seed}, row 2, group_retry_policy: " in str(raised.value)
+    assert message in str(raised.value)
