@@ -1,33 +1,43 @@
 {#- The trace record layouts of every client version (spec §5.2, §5.3): which field counts a
-    record kind may have and which fields must be numbers. Returns the reason a record is
-    rejected, or null. Field indexes are 0-based, as in the spec. -#}
+    record kind may have and which fields must be numbers, within what they become. Returns the
+    reason a record is rejected, or null. Field indexes are 0-based, as in the spec. -#}
 {% macro trace_record_error(kind, field_count, fields) -%}
+    {#- The number fields of each kind and what they become: a time in ms, an int, a bigint. -#}
     {%- set layouts = {
-        'Pub': {'counts': [13, 14, 15], 'numbers': [1, 9, 10, 11]},
-        'SubBefore': {'counts': [8, 9], 'numbers': [1, 6]},
-        'SubAfter': {'counts': [7, 9], 'numbers': [3, 6]},
-        'EndTransaction': {'counts': [13], 'numbers': [1, 9]},
-        'Recall': {'counts': [7], 'numbers': [1]},
+        'Pub': {'counts': [13, 14, 15], 'numbers': {1: 'millis', 9: 'int', 10: 'bigint', 11: 'int'}},
+        'SubBefore': {'counts': [8, 9], 'numbers': {1: 'millis', 6: 'int'}},
+        'SubAfter': {'counts': [7, 9], 'numbers': {3: 'bigint', 6: 'int'}},
+        'EndTransaction': {'counts': [13], 'numbers': {1: 'millis', 9: 'int'}},
+        'Recall': {'counts': [7], 'numbers': {1: 'millis'}},
     } -%}
     {%- set checks = [] -%}
+    {%- set number_fields = [] -%}
     {%- for name, layout in layouts.items() -%}
         {%- do checks.append((
             kind ~ " = '" ~ name ~ "' and " ~ field_count ~ " not in (" ~ layout.counts | join(", ") ~ ")",
             "'" ~ name ~ " record with ' || " ~ field_count ~ " || ' fields (expected "
                 ~ layout.counts | join(" or ") ~ ")'"
         )) -%}
-        {%- for index in layout.numbers -%}
-            {%- do checks.append((
-                kind ~ " = '" ~ name ~ "' and not coalesce(" ~ fields ~ "[" ~ index ~ "] rlike '^-?[0-9]+$', false)",
-                "'" ~ name ~ " field " ~ index ~ " is not a number: ' || coalesce(" ~ fields ~ "[" ~ index ~ "], 'null')"
-            )) -%}
+        {%- for index, type in layout.numbers.items() -%}
+            {%- do number_fields.append((kind ~ " = '" ~ name ~ "'", name, index, type)) -%}
         {%- endfor -%}
     {%- endfor -%}
     {#- SubAfter's 9-field layout adds a timestamp at [7] (4.8.0, 4.9.2+). -#}
-    {%- do checks.append((
-        kind ~ " = 'SubAfter' and " ~ field_count ~ " = 9 and not coalesce(" ~ fields ~ "[7] rlike '^-?[0-9]+$', false)",
-        "'SubAfter field 7 is not a number: ' || " ~ fields ~ "[7]"
+    {%- do number_fields.append((
+        kind ~ " = 'SubAfter' and " ~ field_count ~ " = 9", 'SubAfter', 7, 'millis'
     )) -%}
+    {#- Each number field is written as a whole number, then within what it becomes. -#}
+    {%- for applies, name, index, type in number_fields -%}
+        {%- set field = fields ~ "[" ~ index ~ "]" -%}
+        {%- do checks.append((
+            applies ~ " and not coalesce(" ~ field ~ " rlike '^-?[0-9]+$', false)",
+            "'" ~ name ~ " field " ~ index ~ " is not a number: ' || coalesce(" ~ field ~ ", 'null')"
+        )) -%}
+        {%- do checks.append((
+            applies ~ " and not " ~ number_text_fits(field, type),
+            "'" ~ name ~ " field " ~ index ~ " is out of range: ' || left(" ~ field ~ ", 40)"
+        )) -%}
+    {%- endfor -%}
     case
         when {{ kind }} is null or {{ kind }} = '' then 'empty trace record'
     {%- for condition, reason in checks %}
@@ -36,4 +46,20 @@
         when {{ kind }} not in ('{{ layouts.keys() | join("', '") }}')
             then 'unknown trace record kind: ' || left({{ kind }}, 40)
     end
+{%- endmacro %}
+
+{#- Whether `text`, already known to be a whole number, fits where the staging models put it
+    (here rather than in a file of its own: the linter's templater reads one macro file at a time):
+    `millis`, a time in ms since the epoch (at most 15 digits, the year 33658: `timestamp_millis`
+    throws past about 9.2e15 whatever the ANSI setting, so one such value would fail every build
+    that reads its line); `int` or `bigint`, which a cast out of range turns into null, silently,
+    with ANSI off (dbt-spark turns it off). -#}
+{% macro number_text_fits(text, type) -%}
+    {%- if type == 'millis' -%}
+        coalesce({{ text }} rlike '^-?[0-9]{1,15}$', false)
+    {%- elif type in ('int', 'bigint') -%}
+        (cast({{ text }} as {{ type }}) is not null)
+    {%- else -%}
+        {{ exceptions.raise_compiler_error("number_text_fits: unknown type " ~ type) }}
+    {%- endif -%}
 {%- endmacro %}

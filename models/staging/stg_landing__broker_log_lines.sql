@@ -51,6 +51,8 @@ checked as (
                 then 'DLQ log line not in the form of RocketMQ 5.x'
             when not startswith(regexp_extract(line_text, '{{ dlq_line }}', 1), '%DLQ%')
                 then 'DLQ log line names no %DLQ% topic'
+            when not {{ number_text_fits("regexp_extract(line_text, '" ~ dlq_line ~ "', 6)", 'millis') }}
+                then 'DLQ log line storeTimestamp is out of range'
         end as line_error
     from classified
 ),

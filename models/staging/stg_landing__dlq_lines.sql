@@ -55,10 +55,16 @@ checked as (
                 then 'topic is not a dead-letter topic: ' || coalesce(left(dlq_message.`topic`, 80), 'null')
             when not coalesce(dlq_message.`reconsumeTimes` rlike '^[0-9]+$', false)
                 then 'reconsumeTimes missing or not a number'
+            when not {{ number_text_fits('dlq_message.`reconsumeTimes`', 'int') }}
+                then 'reconsumeTimes is out of range: ' || left(dlq_message.`reconsumeTimes`, 40)
             when not coalesce(dlq_message.`storeTimestamp` rlike '^[0-9]+$', false)
                 then 'storeTimestamp missing or not a number'
+            when not {{ number_text_fits('dlq_message.`storeTimestamp`', 'millis') }}
+                then 'storeTimestamp is out of range: ' || left(dlq_message.`storeTimestamp`, 40)
             when not coalesce(dlq_message.`bornTimestamp` rlike '^[0-9]+$', true)
                 then 'bornTimestamp is not a number'
+            when not coalesce({{ number_text_fits('dlq_message.`bornTimestamp`', 'millis') }}, true)
+                then 'bornTimestamp is out of range: ' || left(dlq_message.`bornTimestamp`, 40)
             when dlq_message.`properties` is null and dlq_message.`propertiesString` is null
                 then 'neither properties nor propertiesString'
         end as line_error

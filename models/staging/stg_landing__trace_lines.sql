@@ -63,6 +63,8 @@ checked as (
             when trace_message.`msgId` is null or trace_message.`msgId` = '' then 'missing msgId'
             when not coalesce(trace_message.`storeTimestamp` rlike '^[0-9]+$', false)
                 then 'storeTimestamp missing or not a number'
+            when not {{ number_text_fits('trace_message.`storeTimestamp`', 'millis') }}
+                then 'storeTimestamp is out of range: ' || left(trace_message.`storeTimestamp`, 40)
             when trace_message.`body` is null and trace_message.`bodyBase64` is null
                 then 'neither body nor bodyBase64'
             when trace_message.`body` is null and decoded.body_bytes is null

@@ -126,6 +126,9 @@ checked as (
             when not coalesce(start_nanos rlike '^[0-9]{1,19}$', false)
                 or not coalesce(end_nanos rlike '^[0-9]{1,19}$', false)
                 then 'process span start or end time missing or not a number'
+            when not {{ number_text_fits('start_nanos', 'bigint') }}
+                or not {{ number_text_fits('end_nanos', 'bigint') }}
+                then 'process span start or end time is out of range'
             when not coalesce(delivery_attempt_text rlike '^[1-9][0-9]{0,8}$', true)
                 then 'delivery attempt attribute is not a positive number: ' || delivery_attempt_text
         end as span_error

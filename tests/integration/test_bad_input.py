@@ -91,7 +91,57 @@ DLQ_LINES = [
     json.dumps(_dlq_copy("D" * 32, topic=f"%RETRY%{GROUP}", properties={})),
     json.dumps(_dlq_copy("E" * 32, reconsumeTimes="x", properties={})),
     json.dumps(_dlq_copy("F" * 32)),
+    # numbers past what their columns hold: a time timestamp_millis would throw on, an int a
+    # cast would turn into null
+    json.dumps(_dlq_copy("G" * 32, storeTimestamp=10**18, properties={})),
+    json.dumps(_dlq_copy("H" * 32, reconsumeTimes=2**31, properties={})),
 ]
+
+# Numbers past what their columns hold, each of which once failed the build (a time in ms that
+# timestamp_millis throws on) or became null silently (an int or a long out of range).
+OUT_OF_RANGE_TRACE = [
+    json.dumps({"msgId": "T10", "storeTimestamp": 1_772_400_000_000_000_000, "body": "x"}),
+    _line(10, _before(99_999_999_999_999_999, "R20", "M20", 0), T0 + 5),
+    _line(11, _before(T0, "R21", "M21", 2**31), T0 + 6),
+]
+OTEL_SPAN_AFTER_LONG = json.dumps(
+    {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": []},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "io.opentelemetry.rocketmq-client-5.0"},
+                        "spans": [
+                            {
+                                "traceId": "a" * 32,
+                                "spanId": "b" * 16,
+                                "name": "orders process",
+                                "kind": 5,
+                                "startTimeUnixNano": str(2**63),
+                                "endTimeUnixNano": str(2**63 + 1),
+                                "attributes": [
+                                    {"key": k, "value": {"stringValue": v}}
+                                    for k, v in (
+                                        ("messaging.system", "rocketmq"),
+                                        ("messaging.operation", "process"),
+                                        ("messaging.rocketmq.client_group", "checkout-push"),
+                                        ("messaging.message.id", "M30"),
+                                    )
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+)
+BROKER_LOG_LINE_AFTER_MILLIS = (
+    "2026-03-02 05:20:00 INFO SendMessageThread_1 - send msg to DLQ %DLQ%checkout-push, owner=, "
+    "originalTopic=orders, consumerId=checkout-push, msgUniqKey=M31, "
+    "storeTimestamp=99999999999999999"
+)
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +206,13 @@ def bad_landing(spark, lakehouse: Lakehouse, bad_landing_folder: Path):
     lines = good[:3] + bad + good[3:]
     (trace / "mixed.jsonl").write_text("\n".join(lines) + "\n")
     (trace / "invalid-bytes.jsonl").write_bytes(b'{"msgId": "\xff\xfe", "storeTimestamp": 1}\n')
+    (trace / "out-of-range.jsonl").write_text("\n".join(OUT_OF_RANGE_TRACE) + "\n")
+    for feed, name, line in (
+        ("otel", "spans.jsonl", OTEL_SPAN_AFTER_LONG),
+        ("broker_logs", "broker-a.log", BROKER_LOG_LINE_AFTER_MILLIS),
+    ):
+        (landing / feed).mkdir()
+        (landing / feed / name).write_text(line + "\n")
     noise = "".join(f'{{"n": {i}, "pad": "{random.Random(i).random()}"}}\n' for i in range(5000))
     packed = gzip.compress(noise.encode())
     (trace / "truncated.jsonl.gz").write_bytes(packed[: len(packed) // 2])
@@ -201,6 +258,18 @@ def test_bad_lines_and_records_are_quarantined_with_a_reason(spark, bad_landing)
             ("dlq-export.jsonl", 7, "reconsumeTimes missing or not a number"),
             ("dlq-export.jsonl", 8, "neither properties nor propertiesString"),
             ("dlq-broken.jsonl.gz", 0, "file could not be read: truncated or corrupt"),
+            ("dlq-export.jsonl", 9, f"storeTimestamp is out of range: {10**18}"),
+            ("dlq-export.jsonl", 10, f"reconsumeTimes is out of range: {2**31}"),
+            ("out-of-range.jsonl", 1, "storeTimestamp is out of range: 1772400000000000000"),
+            ("out-of-range.jsonl", 2, "SubBefore field 1 is out of range: 99999999999999999"),
+            ("out-of-range.jsonl", 3, f"SubBefore field 6 is out of range: {2**31}"),
+            (
+                "spans.jsonl",
+                1,
+                "1 process span(s) unusable, first: process span start or end time is out of "
+                f"range (trace {'a' * 32}, span {'b' * 16})",
+            ),
+            ("broker-a.log", 1, "DLQ log line storeTimestamp is out of range"),
         ]
     )
 
@@ -210,7 +279,8 @@ def test_every_line_is_accounted_for(spark, bad_landing):
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__trace_lines where line_number > 0"
     ).first()
-    assert staged.parsed + staged.bad == len(bad_landing) + 1  # + the invalid-bytes line
+    # + the invalid-bytes line and the out-of-range file
+    assert staged.parsed + staged.bad == len(bad_landing) + 1 + len(OUT_OF_RANGE_TRACE)
     dlq = spark.sql(
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__dlq_lines where line_number > 0"
