@@ -343,7 +343,7 @@ reconciled as (
                     and last_return_type is null
                     and observed_stored_at >= last_consume_at
                     and observed_stored_at
-                    < {{ add_millis('last_consume_at', 'consume_timeout_minutes * 60000') }}
+                    < {{ add_millis('last_consume_at', 'cast(consume_timeout_minutes as bigint) * 60000') }}
                 )
                 then 'LAST_DELIVERY_NOT_IN_TRACE'
             when

@@ -83,7 +83,8 @@ with_rules as (
         consumer_groups.consume_mode,
         {{ is_grpc_client_line('consumer_groups.client_line') }} as is_grpc,
         consumer_groups.delay_cluster,
-        consumer_groups.consume_timeout_minutes * 60000 as consume_timeout_ms,
+        -- as a bigint: an int of minutes times 60,000 would wrap past 35,791 minutes
+        cast(consumer_groups.consume_timeout_minutes as bigint) * 60000 as consume_timeout_ms,
         {{ escalated_delay_level(
             'redelivered.previous_reconsume_times', '0', 'highest_levels.max_delay_level'
         ) }} as fallback_delay_level
