@@ -271,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, so that a reader gone away is seen below
     except RetrylakeError as error:
         return _fail(error.message(), error.exit_code)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except BrokenPipeError:
+        # the reader went away (`retrylake query ... | head`): stop quietly, as `cat` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as error:  # a file or folder that cannot be read or written
         return _fail(str(error), 1)
     except Exception as error:  # a bug: one line, and the traceback on request
@@ -469,7 +474,7 @@ def _query(args: argparse.Namespace) -> None:
 def _report(args: argparse.Namespace) -> None:
     from retrylake.analyst.report import render_report
 
-    out = Path(args.out)
+    out = _output_file(args.out, "--out")
     out.write_text(render_report(_lakehouse(args)), encoding="utf-8")
     print(f"Wrote {out.resolve()}", file=sys.stderr)
 
@@ -482,6 +487,8 @@ def _dlq_export(args: argparse.Namespace) -> None:
         render_work_list,
     )
 
+    if args.out:
+        _output_file(args.out, "--out")
     columns, rows = dlq_work_list(
         _lakehouse(args),
         groups=args.group,
@@ -495,6 +502,16 @@ def _dlq_export(args: argparse.Namespace) -> None:
         print(f"Wrote {len(rows):,} DLQ messages to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def _output_file(path: str, option: str) -> Path:
+    """``path`` as a file to write, checked before any work: its folder exists, it is no folder."""
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"{option} {path} is a folder; name a file in it")
+    if not out.resolve().parent.is_dir():
+        raise UsageError(f"{option} {path}: the folder {out.resolve().parent} does not exist")
+    return out
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {

@@ -505,7 +505,7 @@ def demo(
 def format_table(rows: list, columns: list[str]) -> str:
     cells = [[str(row[column]) for column in columns] for row in rows]
     widths = [
-        max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)
+        max([len(column), *(len(line[i]) for line in cells)]) for i, column in enumerate(columns)
     ]
     lines = ["  ".join(column.ljust(width) for column, width in zip(columns, widths, strict=True))]
     lines.append("  ".join("-" * width for width in widths))

@@ -122,13 +122,26 @@ def current_build(folder: Path) -> str | None:
     return json.loads(current.read_text())["build"] if current.exists() else None
 
 
+def _manifest(folder: Path, build: str | None) -> dict | None:
+    """The manifest of the current build, or of ``build``; None before the first publish."""
+    manifest = folder / (f"{MANIFESTS}/{build}.json" if build else CURRENT)
+    return json.loads(manifest.read_text()) if manifest.exists() else None
+
+
 def published_marts(folder: Path, build: str | None = None) -> dict[str, Path]:
     """Mart -> snapshot folder of the current build, or of ``build``; empty if none."""
-    manifest = folder / (f"{MANIFESTS}/{build}.json" if build else CURRENT)
-    if not manifest.exists():
+    published = _manifest(folder, build)
+    if published is None:
         return {}
-    published = json.loads(manifest.read_text())
     return {mart: folder / published["build"] / mart for mart in published["marts"]}
+
+
+def published_columns(folder: Path, build: str | None = None) -> dict[str, list[list[str]]]:
+    """Mart -> its [column, Spark type] pairs, as the current build (or ``build``) published
+    them: what a reader needs for a mart of no rows, whose snapshot has no file to read them
+    from. Empty for a build published before the manifests kept them."""
+    published = _manifest(folder, build)
+    return dict(published.get("columns") or {}) if published else {}
 
 
 def build_as_of(folder: Path, when: str) -> str | None:

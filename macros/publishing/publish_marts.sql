@@ -114,6 +114,7 @@
             'dbt_command': flags.WHICH,
             'run_started_at': run_started_at.isoformat(),
             'marts': locations.keys() | list | sort,
+            'columns': columns,
         } -%}
         {%- do run_query("select retrylake_point_readers_at(" ~ sql_string(folder) ~ ", "
             ~ sql_string(tojson(manifest)) ~ ", " ~ published_builds_kept() ~ ")") -%}

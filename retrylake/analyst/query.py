@@ -23,6 +23,7 @@ from spark_udfs.snapshots import (
     PUBLISHED_FOLDER,
     build_as_of,
     committed_files,
+    published_columns,
     published_marts,
 )
 
@@ -69,8 +70,17 @@ def connect(lakehouse: Lakehouse, as_of: str | None = None):
     ``as_of`` names, and `published_builds`, the builds kept for such questions."""
     import duckdb
 
-    marts = mart_files(lakehouse, published_build(lakehouse, as_of) if as_of else None)
-    if not marts:
+    build = published_build(lakehouse, as_of) if as_of is not None else None
+    marts = mart_files(lakehouse, build)
+    # a mart of no rows has no file to read its columns from: its manifest keeps them
+    empty = {
+        name: columns
+        for name, columns in published_columns(
+            lakehouse.warehouse / PUBLISHED_FOLDER, build
+        ).items()
+        if name not in marts
+    }
+    if not marts and not empty:
         raise NoMartsError(
             f"no published marts in {lakehouse.warehouse / PUBLISHED_FOLDER}; "
             "run `retrylake build` first"
@@ -92,6 +102,12 @@ def connect(lakehouse: Lakehouse, as_of: str | None = None):
         replaced = ", ".join(f'cast("{column}" as timestamp) as "{column}"' for column in instants)
         columns = f"* replace ({replaced})" if instants else "*"
         connection.execute(f'create view "{name}" as select {columns} from {source}')
+    for name, columns in empty.items():
+        typed = ", ".join(
+            f'cast(null as {duckdb_type(spark_type)}) as "{column}"'
+            for column, spark_type in columns
+        )
+        connection.execute(f'create view "{name}" as select {typed} where false')
     manifests = lakehouse.warehouse / PUBLISHED_FOLDER / MANIFESTS
     if any(manifests.glob("*.json")):
         pattern = str(manifests / "*.json").replace("'", "''")
@@ -102,6 +118,61 @@ def connect(lakehouse: Lakehouse, as_of: str | None = None):
             f" dbt_command, invocation_id, marts from read_json('{pattern}', format = 'auto')"
         )
     return connection
+
+
+# Spark's names of the types a mart's columns have, as DuckDB names them.
+_SCALAR_TYPES = {
+    "string": "VARCHAR",
+    "boolean": "BOOLEAN",
+    "tinyint": "TINYINT",
+    "smallint": "SMALLINT",
+    "int": "INTEGER",
+    "integer": "INTEGER",
+    "bigint": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP",  # UTC instants, shown as plain UTC timestamps (see connect)
+    "timestamp_ntz": "TIMESTAMP",
+    "binary": "BLOB",
+}
+
+
+def duckdb_type(spark_type: str) -> str:
+    """DuckDB's name of a Spark column type as `describe` prints it (``array<string>``,
+    ``decimal(10,2)``, ``struct<a:int>``, ``map<string,bigint>``)."""
+    text = spark_type.strip()
+    kind = text.lower()
+    if kind in _SCALAR_TYPES:
+        return _SCALAR_TYPES[kind]
+    if kind.startswith(("decimal", "char", "varchar")):
+        return "VARCHAR" if "char" in kind else kind.upper()
+    if kind.startswith("array<") and kind.endswith(">"):
+        return duckdb_type(text[6:-1]) + "[]"
+    if kind.startswith("map<") and kind.endswith(">"):
+        key, value = _top_level_parts(text[4:-1])
+        return f"MAP({duckdb_type(key)}, {duckdb_type(value)})"
+    if kind.startswith("struct<") and kind.endswith(">"):
+        fields = []
+        for field in _top_level_parts(text[7:-1]):
+            name, _, field_type = field.partition(":")
+            fields.append(f'"{name.strip().strip("`")}" {duckdb_type(field_type)}')
+        return f"STRUCT({', '.join(fields)})"
+    raise ValueError(f"a column type DuckDB readers do not know: {spark_type}")
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at the commas outside any ``<...>`` or ``(...)``."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    return [*parts, text[start:]]
 
 
 def run_query(
@@ -128,10 +199,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _json_value(value: Any) -> Any:
+    """What JSON cannot hold as such, as the table and CSV forms print it (a duration, a UUID,
+    a time inside a list); bytes as hex."""
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    plain = _plain(value)
+    return plain if plain is not value else str(value)
+
+
 def render(columns: list[str], rows: list[tuple], output: str) -> str:
     if output == "json":
         return json.dumps(
-            [dict(zip(columns, map(_plain, row), strict=True)) for row in rows], indent=2
+            [dict(zip(columns, map(_plain, row), strict=True)) for row in rows],
+            indent=2,
+            default=_json_value,
         )
     if output == "csv":
         buffer = io.StringIO()

@@ -509,6 +509,15 @@ def test_query_reads_the_marts_with_duckdb_and_without_java(spark, sample, lakeh
         ).collect()
     ]
     assert by_duckdb == by_spark and len(by_spark) > 5
+    # the build's manifest keeps every mart's columns, the types a mart of no rows is read with
+    from retrylake.analyst.query import duckdb_type
+    from spark_udfs.snapshots import PUBLISHED_FOLDER, published_columns
+
+    columns = published_columns(lakehouse.warehouse / PUBLISHED_FOLDER)
+    assert {"message_lifecycles", "retry_decisions", "dlq_messages"} <= set(columns)
+    for mart, pairs in columns.items():
+        assert [name for name, _ in pairs] == spark.table(f"retrylake.{mart}").columns, mart
+        assert all(duckdb_type(spark_type) for _, spark_type in pairs), mart
 
 
 # The same landing files built by `retrylake build --master spark://...` on a standalone cluster

@@ -104,3 +104,109 @@ def test_the_published_build_is_read_not_the_tables_being_built(lakehouse: Lakeh
     ]
     with pytest.raises(UsageError, match="kept builds: b1, b2"):
         run_query(lakehouse, query, as_of="2026-02-28T00:00")
+    with pytest.raises(UsageError, match="--as-of : no published build"):
+        run_query(lakehouse, query, as_of="")  # an empty --as-of is no time, not "now"
+
+
+def test_a_mart_of_no_rows_is_a_typed_view_of_no_rows(lakehouse: Lakehouse):
+    """Spark writes no file for an empty mart (a system where no delivery failed has no retry
+    decisions), so its snapshot is an empty folder; the manifest keeps its columns."""
+    from spark_udfs.snapshots import PUBLISHED_FOLDER, point_readers_at, snapshot_marts
+
+    building = lakehouse.warehouse / "retrylake_unpublished.db"
+    _write(building / "dlq_messages" / "part-0.parquet", "select 'g' as consumer_group")
+    (building / "retry_decisions").mkdir()
+    folder = lakehouse.warehouse / PUBLISHED_FOLDER
+    locations = {name: f"file:{building / name}" for name in ("dlq_messages", "retry_decisions")}
+    assert snapshot_marts(folder, "b1", locations) == {"dlq_messages": 1, "retry_decisions": 0}
+    columns = {
+        "dlq_messages": [["consumer_group", "string"]],
+        "retry_decisions": [
+            ["consumer_group", "string"],
+            ["reconsume_times", "int"],
+            ["delay_ms", "bigint"],
+            ["decided_at", "timestamp"],
+            ["lifecycle_date", "date"],
+            ["is_dlq", "boolean"],
+            ["ratio", "decimal(10,2)"],
+            ["keys", "array<string>"],
+            ["props", "map<string,bigint>"],
+            ["origin", "struct<msg_id:string,at:timestamp,pair:decimal(5,1)>"],
+        ],
+    }
+    manifest = {
+        "build": "b1",
+        "published_at": "2026-03-01T09:00:00+00:00",
+        "marts": sorted(columns),
+    }
+    manifest |= {"run_started_at": "x", "dbt_command": "build", "invocation_id": "b1"}
+    point_readers_at(folder, manifest | {"columns": columns}, kept=10)
+
+    assert run_query(lakehouse, "select count(*) from retry_decisions")[1] == [(0,)]
+    described = run_query(
+        lakehouse, "select column_name, column_type from (describe retry_decisions)"
+    )
+    assert described[1] == [
+        ("consumer_group", "VARCHAR"),
+        ("reconsume_times", "INTEGER"),
+        ("delay_ms", "BIGINT"),
+        ("decided_at", "TIMESTAMP"),
+        ("lifecycle_date", "DATE"),
+        ("is_dlq", "BOOLEAN"),
+        ("ratio", "DECIMAL(10,2)"),
+        ("keys", "VARCHAR[]"),
+        ("props", "MAP(VARCHAR, BIGINT)"),
+        ("origin", 'STRUCT(msg_id VARCHAR, "at" TIMESTAMP, pair DECIMAL(5,1))'),
+    ]
+    # it joins with the others like any mart
+    joined = "select count(*) from dlq_messages left join retry_decisions using (consumer_group)"
+    assert run_query(lakehouse, joined)[1] == [(1,)]
+
+
+def test_json_holds_every_value_a_query_can_return(lakehouse: Lakehouse):
+    sql = (
+        "select interval 5 second + interval 500 millisecond as took,"
+        " [timestamp '2026-03-01 09:00:00'] as times, '\\x01\\xff'::blob as raw,"
+        " '00000000-0000-0000-0000-000000000005'::uuid as id"
+    )
+    columns, rows = run_query(lakehouse, sql)
+    assert json.loads(render(columns, rows, "json")) == [
+        {
+            "took": "0:00:05.500000",
+            "times": ["2026-03-01T09:00:00"],
+            "raw": "01ff",
+            "id": "00000000-0000-0000-0000-000000000005",
+        }
+    ]
+
+
+def test_a_reader_that_goes_away_ends_the_query_quietly(lakehouse: Lakehouse):
+    """`retrylake query ... | head -1`: no traceback, no error line, the exit code of SIGPIPE."""
+    import subprocess
+    import sys
+
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "retrylake", "query", "--lakehouse", str(lakehouse.root),
+         "select * from range(200000)"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().split() == [b"range"]
+    reader.stdout.close()  # more than a pipe's buffer is still to come
+    assert reader.wait(timeout=60) == 141
+    assert reader.stderr.read() == b""
+
+
+@pytest.mark.parametrize("command", ["report", "dlq-export"])
+def test_an_output_file_that_cannot_be_written_is_refused_first(
+    lakehouse: Lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture, command: str
+):
+    from retrylake.cli import main
+
+    args = [command, "--lakehouse", str(lakehouse.root), "--out"]
+    assert main([*args, str(tmp_path / "missing" / "out.txt")]) == 2
+    error = capsys.readouterr().err
+    assert f"--out {tmp_path / 'missing' / 'out.txt'}: the folder" in error
+    assert "does not exist" in error
+    assert main([*args, str(tmp_path)]) == 2
+    assert f"--out {tmp_path} is a folder" in capsys.readouterr().err
