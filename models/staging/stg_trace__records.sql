@@ -88,7 +88,8 @@ unseen_messages as (
             and new_lines.line_number = skipped_lines.line_number
 ),
 
--- Java's String.split drops trailing empty strings; the decoder relies on that (§5.3).
+-- Java's String.split drops trailing empty strings; the decoder relies on that (§5.3). A
+-- CLOUD-channel SubAfter without its terminator (§5.3) gets it back first.
 split_records as (
     select
         unseen_messages.load_id,
@@ -100,7 +101,10 @@ split_records as (
         record.record_text
     from unseen_messages
         lateral view posexplode(
-            split(trim(trailing '\u0002' from unseen_messages.body), '\u0002')
+            split(
+                trim(trailing '\u0002' from {{ cloud_sub_after_terminated('unseen_messages.body') }}),
+                '\u0002'
+            )
         ) record as record_index, record_text
 ),
 

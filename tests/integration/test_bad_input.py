@@ -53,6 +53,24 @@ def _after(at: int, request: str, msg: str, success: bool) -> str:
     )
 
 
+def _cloud_after(request: str, msg: str) -> str:
+    """A successful SubAfter as a CLOUD-channel client of 4.9.5 to 5.3.0 writes it: 7 fields
+    ending in U+0001, no U+0002 (spec §5.3)."""
+    record = tf.sub_after_record(
+        tf.CLIENT_VERSIONS["4.9.1"],  # the 7-field layout
+        request_id=request,
+        msg_id=msg,
+        cost_ms=20,
+        success=True,
+        keys=None,
+        return_type="SUCCESS",
+        timestamp=0,
+        group=GROUP,
+    )
+    assert record.endswith("\u0002")
+    return record[:-1] + "\u0001"
+
+
 def _line(number: int, body: str, store: int, **extra: object) -> str:
     return tf.landing_line(
         trace_msg_id=f"TRACE{number:04d}",
@@ -192,6 +210,15 @@ def bad_landing(spark, lakehouse: Lakehouse, bad_landing_folder: Path):
             + _after(T0 + 320, "R9", "M6", True),
             T0 + 40_020,
         ),
+        # a CLOUD-channel client of 4.9.5 to 5.3.0: 7-field SubAfters without U+0002 (§5.3)
+        _line(
+            12,
+            _before(T0 + 400, "R10", "M7", 0)
+            + _before(T0 + 400, "R10", "M8", 0)
+            + _cloud_after("R10", "M7")
+            + _cloud_after("R10", "M8"),
+            T0 + 40_030,
+        ),
     ]
     bad_utf8 = base64.b64encode(b"SubBefore\x01\xff\xfe\x02").decode()
     bad = [
@@ -330,6 +357,8 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
         "M3": ("CONSUMED", 1),  # the reused request id is not a second delivery
         "M5": ("IN_FLIGHT", 1),
         "M6": ("CONSUMED", 1),
+        "M7": ("CONSUMED", 1),  # both SubAfters of the CLOUD client's batch are read
+        "M8": ("CONSUMED", 1),
     }
     decisions = rows(
         spark,
