@@ -80,6 +80,11 @@ def connect(lakehouse: Lakehouse, as_of: str | None = None):
         ).items()
         if name not in marts
     }
+    if not marts and not empty and not lakehouse.root.is_dir():
+        raise NoMartsError(
+            f"no lakehouse at {lakehouse.root}; give the folder `retrylake build` built with "
+            "--lakehouse (or $RETRYLAKE_LAKEHOUSE)"
+        )
     if not marts and not empty:
         raise NoMartsError(
             f"no published marts in {lakehouse.warehouse / PUBLISHED_FOLDER}; "

@@ -66,8 +66,12 @@ def test_formats(lakehouse: Lakehouse):
 
 
 def test_a_lakehouse_without_marts_says_to_build_first(tmp_path: Path):
-    with pytest.raises(NoMartsError, match="retrylake build"):
+    with pytest.raises(NoMartsError, match="run `retrylake build` first"):
         run_query(Lakehouse(tmp_path, tmp_path / "landing"), "select 1")
+    # a folder that is not there is named as such, not as a lakehouse to build
+    typo = tmp_path / "lakehuose"
+    with pytest.raises(NoMartsError, match=f"no lakehouse at {typo};"):
+        run_query(Lakehouse(typo, typo / "landing"), "select 1")
 
 
 def _publish(lakehouse: Lakehouse, build: str, published_at: str) -> None:
