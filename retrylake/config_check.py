@@ -157,7 +157,7 @@ def _choice(
     *,
     ignore_case: bool = False,
 ) -> None:
-    value = row[column]
+    value = row.get(column, "")  # an optional column the seed was written without: empty
     if (value.lower() if ignore_case else value) not in ("", *allowed):
         raise ConfigError(
             f"{path}, row {number}, {column}: {value!r} is not one of {', '.join(allowed)}"

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.config_check import GROUP_COLUMNS, check_configuration, check_consumer_groups
+from retrylake.config_check import (
+    GROUP_COLUMNS,
+    GROUP_OPTIONAL_COLUMNS,
+    check_configuration,
+    check_consumer_groups,
+)
 from retrylake.errors import ConfigError
 from retrylake.sim.sample import write_seeds
 from tests.conftest import PROJECT_DIR
@@ -108,6 +113,17 @@ def test_a_seed_written_before_consume_timeout_minutes_still_reads(project: Path
     seed.write_text(seed.read_text().replace("client_line,", "client_line,bogus,", 1))
     with pytest.raises(ConfigError, match=r"consume_timeout_minutes \(optional\)"):
         check_configuration(project)
+
+
+def test_a_seed_written_before_every_optional_column_still_reads(project: Path):
+    """The columns added since the first release, the 5.x ones among them, may all be missing."""
+    seed = project / "seeds" / "consumer_groups.csv"
+    rows = list(csv.reader(seed.read_text().splitlines()))
+    kept = [i for i, name in enumerate(rows[0]) if name not in GROUP_OPTIONAL_COLUMNS]
+    assert len(kept) == len(GROUP_COLUMNS) - 4
+    with seed.open("w", newline="") as handle:
+        csv.writer(handle).writerows([[row[i] for i in kept] for row in rows])
+    check_configuration(project)
 
 
 def test_a_bad_consume_timeout_names_file_row_and_value(project: Path):
