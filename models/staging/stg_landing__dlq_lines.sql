@@ -63,7 +63,8 @@ checked as (
                 then 'storeTimestamp is out of range: ' || left(dlq_message.`storeTimestamp`, 40)
             when not coalesce(dlq_message.`bornTimestamp` rlike '^[0-9]+$', true)
                 then 'bornTimestamp is not a number'
-            when not coalesce({{ number_text_fits('dlq_message.`bornTimestamp`', 'millis') }}, true)
+            when dlq_message.`bornTimestamp` is not null
+                and not {{ number_text_fits('dlq_message.`bornTimestamp`', 'millis') }}
                 then 'bornTimestamp is out of range: ' || left(dlq_message.`bornTimestamp`, 40)
             when dlq_message.`properties` is null and dlq_message.`propertiesString` is null
                 then 'neither properties nor propertiesString'

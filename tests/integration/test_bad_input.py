@@ -109,6 +109,16 @@ DLQ_LINES = [
     json.dumps(_dlq_copy("D" * 32, topic=f"%RETRY%{GROUP}", properties={})),
     json.dumps(_dlq_copy("E" * 32, reconsumeTimes="x", properties={})),
     json.dumps(_dlq_copy("F" * 32)),
+    # no bornTimestamp, which an export may leave out: read, not quarantined
+    json.dumps(
+        {
+            key: value
+            for key, value in _dlq_copy(
+                "I" * 32, msgId="M9", properties={**PROPERTIES, "UNIQ_KEY": "M9"}
+            ).items()
+            if key != "bornTimestamp"
+        }
+    ),
     # numbers past what their columns hold: a time timestamp_millis would throw on, an int a
     # cast would turn into null
     json.dumps(_dlq_copy("G" * 32, storeTimestamp=10**18, properties={})),
@@ -285,8 +295,8 @@ def test_bad_lines_and_records_are_quarantined_with_a_reason(spark, bad_landing)
             ("dlq-export.jsonl", 7, "reconsumeTimes missing or not a number"),
             ("dlq-export.jsonl", 8, "neither properties nor propertiesString"),
             ("dlq-broken.jsonl.gz", 0, "file could not be read: truncated or corrupt"),
-            ("dlq-export.jsonl", 9, f"storeTimestamp is out of range: {10**18}"),
-            ("dlq-export.jsonl", 10, f"reconsumeTimes is out of range: {2**31}"),
+            ("dlq-export.jsonl", 10, f"storeTimestamp is out of range: {10**18}"),
+            ("dlq-export.jsonl", 11, f"reconsumeTimes is out of range: {2**31}"),
             ("out-of-range.jsonl", 1, "storeTimestamp is out of range: 1772400000000000000"),
             ("out-of-range.jsonl", 2, "SubBefore field 1 is out of range: 99999999999999999"),
             ("out-of-range.jsonl", 3, f"SubBefore field 6 is out of range: {2**31}"),
@@ -312,7 +322,7 @@ def test_every_line_is_accounted_for(spark, bad_landing):
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__dlq_lines where line_number > 0"
     ).first()
-    assert (dlq.parsed, dlq.bad) == (3, len(DLQ_LINES) - 3)
+    assert (dlq.parsed, dlq.bad) == (4, len(DLQ_LINES) - 4)
 
 
 def test_dead_letter_copies_are_staged_once_with_their_properties(spark, bad_landing):
@@ -343,6 +353,14 @@ def test_dead_letter_copies_are_staged_once_with_their_properties(spark, bad_lan
     assert sorted(copies, key=lambda row: row["offset_msg_id"]) == [
         {**common, "msg_id": "M1", "offset_msg_id": "A" * 32, "keys": "k1", "copies_landed": 2},
         {**common, "msg_id": "M2", "offset_msg_id": "B" * 32, "keys": None, "copies_landed": 1},
+        {
+            **common,
+            "msg_id": "M9",
+            "uniq_key": "M9",
+            "offset_msg_id": "I" * 32,
+            "keys": None,
+            "copies_landed": 1,
+        },
     ]
 
 
