@@ -233,3 +233,14 @@ def test_a_watch_period_that_cannot_be_waited_is_a_usage_error(
         capsys.readouterr().err
     )
     assert dbt_commands == []
+
+
+def test_the_demo_summary_table_prints_with_and_without_rows():
+    """`demo --messages 0` builds a ledger with no lifecycle: its summary is a header alone."""
+    columns = ["consumer_group", "messages"]
+    assert commands.format_table([], columns).splitlines() == [
+        "consumer_group  messages",
+        "--------------  --------",
+    ]
+    rows = [{"consumer_group": "order-service", "messages": 12}]
+    assert commands.format_table(rows, columns).splitlines()[2] == "order-service         12"
