@@ -18,7 +18,9 @@ Reads the `dlq_messages` mart with DuckDB, so it needs no Java. Per dead letter 
 - `resend_note` and `group_note`: what the commands do for this row, in words.
 
 mqadmin 5.3.0 and later require `-t <topic>` on `queryMsgById`, which older tools reject;
-`mqadmin_version` picks the form. docs/dlq-export.md has the source behind each rule.
+`mqadmin_version` picks the form. In an instance with a namespace the commands name the group
+and topic as the broker stores them, `<namespace>%<name>` (`broker_names`). docs/dlq-export.md
+has the source behind each rule.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from retrylake.lakehouse import Lakehouse
 # lacks some of them; they are exported as nulls.
 EXPORT_COLUMNS = (
     "consumer_group",
+    "namespace",
     "dlq_topic",
     "msg_id",
     "origin_msg_id",
@@ -300,12 +303,29 @@ def _group_parts(
     )
 
 
+def broker_names(row: Mapping) -> Mapping:
+    """The row with its group and original topic as the broker stores them when the group lives
+    in a namespace (spec §7: `ns%G`, `ns%T`). The mart names them as the trace does, without it;
+    mqadmin talks to the broker, which knows only the wrapped names. A name that is already a
+    %RETRY% or %DLQ% topic is left as it is."""
+    namespace = row.get("namespace")
+    if not namespace:
+        return row
+    named = dict(row)
+    for column in ("consumer_group", "topic"):
+        name = named.get(column)
+        if name and not str(name).startswith(("%RETRY%", "%DLQ%")):
+            named[column] = f"{namespace}%{name}"
+    return named
+
+
 def commands_for(
     row: Mapping,
     namesrv: str | None = None,
     mqadmin_version: tuple[int, int] = DEFAULT_MQADMIN_VERSION,
 ) -> dict[str, str | None]:
     """The command columns of one work-list row (a mapping of mart columns)."""
+    row = broker_names(row)
     if row.get("recovered_at") is not None:
         by = row.get("recovered_by")
         by_group = row.get("recovery_consumer_group")

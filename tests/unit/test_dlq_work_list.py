@@ -202,6 +202,7 @@ def test_the_columns_of_the_export(lakehouse: Lakehouse):
     columns, rows = dlq_work_list(lakehouse)
     assert columns == [
         "consumer_group",
+        "namespace",
         "dlq_topic",
         "msg_id",
         "origin_msg_id",
@@ -354,6 +355,42 @@ def test_a_client_path_origin_that_is_the_msg_id_is_no_offset_id():
     commands = commands_for(row)
     assert commands["resend_command"] is None
     assert commands["lookup_command"] == f"mqadmin queryMsgByUniqueKey -i {msg_id} -t Stock"
+
+
+def test_a_group_in_a_namespace_is_named_as_the_broker_stores_it():
+    """The mart names a group and its topic as the trace does; mqadmin needs the broker's names,
+    `ns%G` and `ns%T` (spec §7), and the DLQ copy's topic as stored, `%DLQ%ns%G`."""
+    row = _dlq(
+        "order-service",
+        "AC11000100002A9F0000000000000011",
+        11,
+        "NORMAL",
+        "0A00000100002A9F0000000000001100",
+        "0A00000100002A9F0000000000001100",
+        "BOTH",
+        observed="0A00000100002A9F0000000000011100",
+        namespace="MQ_INST_1_demo",
+        dlq_topic="%DLQ%MQ_INST_1_demo%order-service",
+    )
+    commands = commands_for(row, mqadmin_version=(5, 3))
+    assert commands["resend_command"] == (
+        "mqadmin queryMsgById -t MQ_INST_1_demo%Orders -i 0A00000100002A9F0000000000001100 -s true"
+    )
+    assert commands["group_command"] == (
+        "mqadmin queryMsgById -t MQ_INST_1_demo%Orders -i 0A00000100002A9F0000000000001100 "
+        "-g MQ_INST_1_demo%order-service -d <clientId>"
+    )
+    assert "consumerConnection -g MQ_INST_1_demo%order-service" in commands["group_note"]
+    without_pub = commands_for(
+        {**row, "origin_msg_id": None, "published_offset_msg_id": None, "origin_kind": "UNKNOWN"},
+        mqadmin_version=(5, 3),
+    )
+    assert without_pub["group_command"] == (
+        "mqadmin queryMsgById -t %DLQ%MQ_INST_1_demo%order-service "
+        "-i 0A00000100002A9F0000000000011100 -g MQ_INST_1_demo%order-service -d <clientId>"
+    )
+    # without a namespace the names stay as they are
+    assert "-g order-service " in commands_for({**row, "namespace": None})["group_command"]
 
 
 def test_filters_and_formats(lakehouse: Lakehouse, tmp_path: Path):

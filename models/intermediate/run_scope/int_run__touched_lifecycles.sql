@@ -109,9 +109,10 @@
         where load_id > {{ processed_events }} and line_error is null
     ),
 
+    -- The logged consumerId is unwrapped of its namespace, as stg_broker_log__dlq_forwards does.
     new_broker_dlq_lines as (
         select distinct
-            consumer_group,
+            {{ without_namespace('consumer_group') }} as consumer_group,
             msg_id
         from {{ broker_log_lines }}
         where load_id > {{ processed_broker_logs }} and line_kind = 'DLQ' and line_error is null

@@ -101,6 +101,7 @@ recovery_consumer_of_group as (
 final as (
     select
         entries.consumer_group,
+        entries.`namespace`,
         entries.dlq_topic,
         entries.msg_id,
         entries.dlq_entry_number,

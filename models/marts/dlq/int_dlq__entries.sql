@@ -61,6 +61,7 @@ logged_only as (
     select
         broker_forwards.consumer_group,
         broker_forwards.msg_id,
+        broker_forwards.`namespace`,
         broker_forwards.dlq_topic,
         broker_forwards.original_topic,
         broker_forwards.stored_at
@@ -76,6 +77,7 @@ observed_entries as (
     select
         consumer_group,
         lifecycle_msg_id as msg_id,
+        `namespace`,
         dlq_topic,
         offset_msg_id,
         stored_at,
@@ -94,6 +96,7 @@ observed_entries as (
     select
         consumer_group,
         msg_id,
+        `namespace`,
         dlq_topic,
         cast(null as string) as offset_msg_id,
         stored_at,
@@ -120,11 +123,21 @@ observed as (
 -- What each group's export covers: a copy stored after its last one was not yet exported.
 export_windows as (
     select
-        dlq_topic,
+        consumer_group,
         min(stored_at) as export_first_stored_at,
         max(stored_at) as export_last_stored_at
     from copies
-    group by dlq_topic
+    group by consumer_group
+),
+
+-- The namespace each group's dead letters were seen in (macros/rules/namespace.sql), for the
+-- entries predicted only.
+group_namespaces as (
+    select
+        consumer_group,
+        max(`namespace`) as `namespace`
+    from observed_entries
+    group by consumer_group
 ),
 
 -- What the 5.x brokers' logs cover: a forward after their latest DLQ line was not yet logged.
@@ -211,7 +224,9 @@ matched as (
         coalesce(predicted.consumer_group, observed.consumer_group) as consumer_group,
         coalesce(predicted.msg_id, observed.msg_id) as msg_id,
         coalesce(predicted.entry_number, observed.entry_number) as dlq_entry_number,
-        coalesce(predicted.dlq_topic, observed.dlq_topic) as dlq_topic,
+        -- the broker's name where a copy or log line shows it, with the namespace
+        coalesce(observed.dlq_topic, predicted.dlq_topic) as dlq_topic,
+        observed.`namespace` as observed_namespace,
         predicted.predicted_reconsume_times,
         predicted.last_failed_at,
         predicted.predicted_entered_dlq_at,
@@ -270,6 +285,7 @@ with_context as (
         ) }} as observed_failed_reconsume_times,
         coalesce(implied_max.max_reconsume_drift, false) as max_reconsume_drift,
         implied_max.implied_max_reconsume_times,
+        coalesce(matched.observed_namespace, group_namespaces.`namespace`) as `namespace`,
         export_windows.export_last_stored_at,
         broker_log_window.log_last_stored_at
     from matched
@@ -282,7 +298,9 @@ with_context as (
     left join implied_max
         on matched.consumer_group = implied_max.consumer_group
     left join export_windows
-        on matched.dlq_topic = export_windows.dlq_topic
+        on matched.consumer_group = export_windows.consumer_group
+    left join group_namespaces
+        on matched.consumer_group = group_namespaces.consumer_group
     cross join broker_log_window
 ),
 
@@ -369,7 +387,12 @@ reconciled as (
 final as (
     select
         reconciled.consumer_group,
-        reconciled.dlq_topic,
+        reconciled.`namespace`,
+        case
+            when reconciled.observed_in is null
+                then {{ with_namespace("reconciled.`namespace`", "reconciled.dlq_topic") }}
+            else reconciled.dlq_topic
+        end as dlq_topic,
         reconciled.msg_id,
         reconciled.dlq_entry_number,
         -- The Pub's offset id for a normal message; else the broker-path copy's
