@@ -27,6 +27,27 @@ create or replace temp macro stored_property(properties, name) as
         if starts_with(segment, name || chr(1)) and length(segment) > length(name) + 1
     ][-1];
 
+-- A name the broker keeps for an instance with a namespace (spec §7): `ns%G`, `%DLQ%ns%G`,
+-- `%RETRY%ns%G`. The namespace is what precedes the first `%` after the %RETRY% or %DLQ% prefix
+-- (none when the name starts with it); the trace names the group and topic without it.
+create or replace temp macro unprefixed(name) as
+    case
+        when starts_with(name, '%RETRY%') then substr(name, 8)
+        when starts_with(name, '%DLQ%') then substr(name, 6)
+        else name
+    end;
+
+create or replace temp macro namespace_in(name) as
+    if(strpos(unprefixed(name), '%') > 1, split_part(unprefixed(name), '%', 1), null);
+
+create or replace temp macro unwrapped(name) as
+    if(
+        namespace_in(name) is null,
+        name,
+        substr(name, 1, length(name) - length(unprefixed(name)))
+        || substr(unprefixed(name), strpos(unprefixed(name), '%') + 1)
+    );
+
 -- A DLQ copy's property, from its JSON object of properties, else from the stored string.
 create or replace temp macro copy_property(properties_json, properties_string, name) as
     if(properties_json is null, stored_property(properties_string, name), properties_json ->> name);
@@ -536,16 +557,18 @@ lines as (
 )
 
 select
-    parts.consumer_group,
+    unwrapped(parts.consumer_group) as consumer_group,
+    namespace_in(parts.dlq_topic) as namespace,
     parts.dlq_topic,
     parts.msg_id,
-    parts.original_topic,
+    unwrapped(parts.original_topic) as original_topic,
     epoch_ms(try_cast(parts.stored_ms as bigint)) as stored_at
 from lines
 where starts_with(parts.dlq_topic, '%DLQ%')
 -- logs shipped twice, or overlapping brokers' logs, hold the same line: it counts once
 qualify row_number() over (
-    partition by parts.consumer_group, parts.msg_id, parts.stored_ms order by source_file
+    partition by unwrapped(parts.consumer_group), parts.msg_id, parts.stored_ms
+    order by source_file
 ) = 1;
 
 -- step: dlq_copies
@@ -625,14 +648,15 @@ ranked as (
 )
 
 select
-    substr(dlq_topic, length('%DLQ%') + 1) as consumer_group,
+    unwrapped(substr(dlq_topic, length('%DLQ%') + 1)) as consumer_group,
+    namespace_in(dlq_topic) as namespace,
     dlq_topic,
     coalesce(uniq_key, msg_id) as msg_id,
     offset_msg_id,
     try_cast(reconsume_times as integer) as reconsume_times,
     epoch_ms(try_cast(store_timestamp as bigint)) as stored_at,
     origin_msg_id,
-    retry_topic,
+    unwrapped(retry_topic) as retry_topic,
     keys,
     tags,
     delay_property,
@@ -1750,6 +1774,7 @@ observed as (
         select
             consumer_group,
             msg_id,
+            namespace,
             dlq_topic,
             offset_msg_id,
             stored_at,
@@ -1768,6 +1793,7 @@ observed as (
         select
             consumer_group,
             msg_id,
+            namespace,
             dlq_topic,
             null as offset_msg_id,
             stored_at,
@@ -1786,9 +1812,18 @@ observed as (
 -- what each group's export covers: a copy stored after its last one was not exported yet
 export_windows as (
     select
-        dlq_topic,
+        consumer_group,
         max(stored_at) as export_last_stored_at
     from dlq_copies
+    group by all
+),
+
+-- the namespace a group's dead letters were seen in, for those predicted only
+group_namespaces as (
+    select
+        consumer_group,
+        max(namespace) as namespace
+    from observed
     group by all
 ),
 
@@ -1859,7 +1894,8 @@ matched as (
         coalesce(p.consumer_group, o.consumer_group) as consumer_group,
         coalesce(p.msg_id, o.msg_id) as msg_id,
         coalesce(p.entry_number, o.entry_number) as dlq_entry_number,
-        coalesce(p.dlq_topic, o.dlq_topic) as dlq_topic,
+        coalesce(o.dlq_topic, p.dlq_topic) as dlq_topic,
+        o.namespace as observed_namespace,
         p.predicted_reconsume_times,
         p.last_failed_at,
         p.predicted_entered_dlq_at,
@@ -1919,12 +1955,14 @@ with_context as (
         coalesce(i.max_reconsume_drift, false) as max_reconsume_drift,
         i.implied_max_reconsume_times,
         e.export_last_stored_at,
+        coalesce(m.observed_namespace, n.namespace) as namespace,
         (select max(stored_at) from broker_dlq_lines) as log_last_stored_at
     from matched as m
     left join message_lifecycles as l on m.consumer_group = l.consumer_group and m.msg_id = l.msg_id
     left join consumer_group_settings as g on m.consumer_group = g.consumer_group
     left join implied_max as i on m.consumer_group = i.consumer_group
-    left join export_windows as e on m.dlq_topic = e.dlq_topic
+    left join export_windows as e on m.consumer_group = e.consumer_group
+    left join group_namespaces as n on m.consumer_group = n.consumer_group
 ),
 
 -- the traced failure an observed-only copy came from: the latest failed delivery at the count
@@ -2080,7 +2118,13 @@ recovery_consumer_of_group as (
 
 select
     r.consumer_group,
-    r.dlq_topic,
+    r.namespace,
+    -- a predicted-only entry's topic in its group's namespace, where one was seen
+    if(
+        r.observed_in is null and r.namespace is not null,
+        '%DLQ%' || r.namespace || '%' || r.consumer_group,
+        r.dlq_topic
+    ) as dlq_topic,
     r.msg_id,
     r.dlq_entry_number,
     -- the Pub's offset id for a normal message, else a broker-path copy's ORIGIN_MESSAGE_ID (on

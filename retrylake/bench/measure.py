@@ -78,7 +78,7 @@ def _generate_chunk(job: tuple[Path, int, int, dt.datetime, float]) -> dict:
 
 
 # Bumped when what the generator writes for the bench changes, so a cache is not reused.
-DATA_VERSION = 4  # 4: publications shared, consumer draws keyed (issue 16)
+DATA_VERSION = 5  # 5: two groups in a namespace; 4: publications shared, consumer draws keyed
 
 
 def data_root(root: Path, records: int, seed: int) -> Path:

@@ -121,6 +121,7 @@ from retrylake.sim.rules import (
     GRPC_CLIENT_LINES,
     Decision,
     Group,
+    broker_name,
     decide,
     dlq_copy_reconsume_times,
     is_4x_broker,
@@ -1645,12 +1646,13 @@ class Engine:
     def _dlq_properties(
         self, lifecycle: Lifecycle, copy: Copy, decision: Decision, path: str
     ) -> dict[str, str]:
-        """The properties of the DLQ copy of ``copy`` (§1.2 step 10, §1.3-§1.6, §3.4, §3.5)."""
+        """The properties of the DLQ copy of ``copy`` (§1.2 step 10, §1.3-§1.6, §3.4, §3.5); the
+        topics in them as the broker names them, in the group's namespace if it has one."""
         group = self.groups[lifecycle.index]
         message = lifecycle.message
         properties = {
             "UNIQ_KEY": message.msg_id,
-            "RETRY_TOPIC": message.topic,
+            "RETRY_TOPIC": broker_name(group.name, message.topic),
             "WAIT": "false",
             "CLUSTER": group.cluster_name,
             "MSG_REGION": REGION,
@@ -1676,19 +1678,21 @@ class Engine:
             if decision.delay_level is not None:
                 properties.update(
                     DELAY=str(decision.delay_level),
-                    REAL_TOPIC=f"%DLQ%{group.name}",
+                    REAL_TOPIC=broker_name(group.name, f"%DLQ%{group.name}"),
                     REAL_QID="0",
                 )
             else:
                 properties["DELAY"] = "-1"
                 if copy.real_topic is not None:
-                    properties.update(REAL_TOPIC=copy.real_topic, REAL_QID="0")
+                    properties.update(
+                        REAL_TOPIC=broker_name(group.name, copy.real_topic), REAL_QID="0"
+                    )
         else:
             # The broker's send-back: the consumed copy's ORIGIN_MESSAGE_ID, else its offset id.
             properties["ORIGIN_MESSAGE_ID"] = copy.origin or self._offset_of(copy)
             properties["DELAY"] = "0"
             if copy.real_topic is not None:  # left over from the last schedule hop or commit
-                properties.update(REAL_TOPIC=copy.real_topic, REAL_QID="0")
+                properties.update(REAL_TOPIC=broker_name(group.name, copy.real_topic), REAL_QID="0")
         return properties
 
     def _dlq_copy(self, lifecycle: Lifecycle, properties: dict[str, str]) -> None:
@@ -1705,7 +1709,7 @@ class Engine:
         line: dict[str, object] = {
             "msgId": message.msg_id,
             "offsetMsgId": offset_id,
-            "topic": f"%DLQ%{group.name}",
+            "topic": broker_name(group.name, f"%DLQ%{group.name}"),
             "queueId": 0,
             "reconsumeTimes": lifecycle.dlq_reconsume_times,
             "bornTimestamp": message.born_ms,

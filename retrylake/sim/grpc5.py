@@ -53,7 +53,7 @@ from retrylake.project import project_vars, retry_overdue_grace_ms
 from retrylake.sim import keyed
 from retrylake.sim import trace_format as tf
 from retrylake.sim.output import Writer, compact_json
-from retrylake.sim.rules import DEFAULT_CLUSTER_NAME, Group
+from retrylake.sim.rules import DEFAULT_CLUSTER_NAME, NAMESPACES, Group, broker_name
 from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 SECOND = 1000
@@ -948,7 +948,8 @@ class _Simulation:
             attributes.append(_shared_string("messaging.consumer.group.name", message.group.name))
             attributes.append(_shared_string("messaging.operation.name", "process"))
             attributes.append(_shared_string("messaging.operation.type", "process"))
-            attributes.append(_shared_string("messaging.rocketmq.namespace", ""))
+            namespace = NAMESPACES.get(message.group.name, "")
+            attributes.append(_shared_string("messaging.rocketmq.namespace", namespace))
         attributes.append(_string("messaging.message.id", message.msg_id))
         if old:
             attributes.append(_shared_int("messaging.message.body.size", message.body_size))
@@ -1248,14 +1249,17 @@ class _Simulation:
                 self.stats["broker_dlq_lines_missing"] += 1
                 continue
             message = lifecycle.message
-            group = message.group.name
-            topic = message.behaviour.topic
+            # the broker's names: in the group's namespace, if it has one (spec §7)
+            name = message.group.name
+            group = broker_name(name, name)
+            topic = broker_name(name, message.behaviour.topic)
             revived = message.group.consume_mode != "ORDERLY"
             if revived and rng.random() < 0.5:
                 topic = f"%RETRY%{group}_{topic}"  # the pop retry topic of a revived copy
             text = (
-                f"send msg to DLQ %DLQ%{group}, owner=, originalTopic={topic}, "
-                f"consumerId={group}, msgUniqKey={message.msg_id}, storeTimestamp={at}"
+                f"send msg to DLQ {broker_name(name, f'%DLQ%{name}')}, owner=, "
+                f"originalTopic={topic}, consumerId={group}, msgUniqKey={message.msg_id}, "
+                f"storeTimestamp={at}"
             )
             thread = f"SendMessageThread_{1 + rng.randrange(16)}"
             broker = rng.choice(brokers)

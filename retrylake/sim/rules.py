@@ -21,6 +21,26 @@ DEFAULT_BROKER_VERSION = default_broker_version()
 # written, as in a DLQ copy's CLUSTER property: RocketMQ's own default cluster name.
 DEFAULT_CLUSTER_NAME = "DefaultCluster"
 
+# The simulated deployment's groups that live in an instance with a namespace (spec §7): the
+# broker stores them as `<namespace>%<group>` and their topics as `<namespace>%<topic>`, so
+# their %DLQ% topics, DLQ copies' RETRY_TOPIC and the brokers' DLQ log lines carry it, while
+# their clients' trace records and OpenTelemetry spans do not (NamespaceUtil.withoutNamespace).
+NAMESPACES = {"inventory-sync": "MQ_INST_1_demo", "notify-exp": "MQ_INST_1_demo"}
+
+
+def broker_name(group: str, name: str) -> str:
+    """``name`` (a group, a topic, or a %RETRY% or %DLQ% topic) as the broker stores it for
+    ``group``'s clients: wrapped in the group's namespace after any such prefix
+    (NamespaceUtil.wrapNamespace)."""
+    namespace = NAMESPACES.get(group)
+    if namespace is None:
+        return name
+    for prefix in ("%RETRY%", "%DLQ%"):
+        if name.startswith(prefix):
+            return f"{prefix}{namespace}%{name[len(prefix) :]}"
+    return f"{namespace}%{name}"
+
+
 # The client lines of 5.x gRPC consumers, and the seed columns only they use (design.md)
 GRPC_CLIENT_LINES = ("grpc-5", "cloud-5")
 GRPC_ONLY_COLUMNS = (

@@ -333,7 +333,7 @@ def test_every_exported_dead_letter_copy_is_staged_once(spark, generated):
     copies = rows(
         spark,
         "retrylake_staging.stg_dlq__messages",
-        ["consumer_group", "msg_id", "uniq_key", "retry_topic", "dlq_topic"],
+        ["consumer_group", "msg_id", "uniq_key", "retry_topic", "dlq_topic", "namespace"],
     )
     assert {(copy["consumer_group"], copy["msg_id"]) for copy in copies} == set(truth)
     topics = {
@@ -345,8 +345,38 @@ def test_every_exported_dead_letter_copy_is_staged_once(spark, generated):
     for copy in copies:
         key = (copy["consumer_group"], copy["msg_id"])
         assert copy["uniq_key"] == copy["msg_id"], copy
-        assert copy["dlq_topic"] == f"%DLQ%{copy['consumer_group']}", copy
+        # the generator runs inventory-sync in namespace MQ_INST_1_demo: the broker stores its
+        # copies in %DLQ%MQ_INST_1_demo%inventory-sync, RETRY_TOPIC as MQ_INST_1_demo%<topic>
+        # (spec §7); the staged group and topic are the trace's, without it
+        if copy["consumer_group"] == "inventory-sync":
+            assert copy["namespace"] == "MQ_INST_1_demo", copy
+            assert copy["dlq_topic"] == "%DLQ%MQ_INST_1_demo%inventory-sync", copy
+        else:
+            assert copy["namespace"] is None, copy
+            assert copy["dlq_topic"] == f"%DLQ%{copy['consumer_group']}", copy
         assert key not in topics or topics[key] in (copy["retry_topic"], None), copy
+    assert any(copy["consumer_group"] == "inventory-sync" for copy in copies)
+
+
+def test_dead_letters_of_a_namespaced_group_meet_its_trace(spark, generated):
+    """A group in a namespace: its dead letters, seen under `ns%G` in the dlq/ export (4.x) and
+    in the broker's DLQ log (5.x), meet the trace's records of G as BOTH, and the work list
+    names the topic where the broker keeps them (spec §7)."""
+    entries = rows(
+        spark,
+        "retrylake.dlq_messages",
+        ["consumer_group", "namespace", "dlq_topic", "evidence", "observed_in"],
+    )
+    namespaced = {"inventory-sync": "DLQ_EXPORT", "notify-exp": "BROKER_LOG"}
+    for group, observed_in in namespaced.items():
+        mine = [entry for entry in entries if entry["consumer_group"] == group]
+        assert {entry["namespace"] for entry in mine} == {"MQ_INST_1_demo"}, group
+        assert {entry["dlq_topic"] for entry in mine} == {f"%DLQ%MQ_INST_1_demo%{group}"}
+        both = [entry for entry in mine if entry["evidence"] == "BOTH"]
+        assert both and {entry["observed_in"] for entry in both} == {observed_in}, group
+    others = [entry for entry in entries if entry["consumer_group"] not in namespaced]
+    assert others and all(entry["namespace"] is None for entry in others)
+    assert not any(entry["consumer_group"].startswith("MQ_INST_1_demo") for entry in entries)
 
 
 def test_duckdb_sees_every_public_table_and_view(spark, generated, lakehouse):
@@ -499,7 +529,11 @@ def test_dlq_export_lists_every_dead_letter_with_a_resend_command(
             # no Pub record and no copy: not even the topic to look it up in
             assert entry["resend_command"] is None and entry["lookup_command"] is None, entry
         if not entry["recovered_at"] and (origin or entry["topic"]):
-            assert f"-g {entry['consumer_group']} -d <clientId>" in entry["group_command"], entry
+            # mqadmin names a group in a namespace as the broker does (spec §7)
+            group = entry["consumer_group"]
+            if group in ("inventory-sync", "notify-exp"):
+                group = f"MQ_INST_1_demo%{group}"
+            assert f"-g {group} -d <clientId>" in entry["group_command"], entry
     assert any(entry["resend_command"] for entry in exported)
     assert any(entry["recovered_at"] for entry in exported)
     times = [entry["entered_dlq_at"] for entry in exported]

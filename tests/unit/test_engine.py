@@ -148,9 +148,15 @@ def test_ground_truth_and_dlq_export_agree_with_the_rules(run):
     kinds_seen = Counter(row["origin_kind"] for row in truth)
     assert set(kinds_seen) == {"NORMAL", "DELAYED", "TRANSACTIONAL", "UNKNOWN"}, kinds_seen
     for copy in exported:
-        group = copy["topic"].removeprefix("%DLQ%")
-        row = dead[(group, copy["msgId"])]
         properties = copy.get("properties") or parse_message_properties(copy["propertiesString"])
+        # inventory-sync runs in namespace MQ_INST_1_demo: the broker stores its dead letters in
+        # %DLQ%MQ_INST_1_demo%inventory-sync and names its topics in it (spec §7)
+        group = copy["topic"].removeprefix("%DLQ%")
+        namespaced = group.startswith("MQ_INST_1_demo%")
+        group = group.removeprefix("MQ_INST_1_demo%")
+        assert namespaced == (group == "inventory-sync"), copy
+        assert properties["RETRY_TOPIC"].startswith("MQ_INST_1_demo%") == namespaced, copy
+        row = dead[(group, copy["msgId"])]
         assert copy["reconsumeTimes"] == row["dlq_reconsume_times"]
         assert copy["storeTimestamp"] == row["dlq_entered_ms"]
         assert properties["UNIQ_KEY"] == copy["msgId"]
@@ -188,6 +194,7 @@ def test_ground_truth_and_dlq_export_agree_with_the_rules(run):
                 expected = None if pub[11] == "0" else properties["RETRY_TOPIC"]
                 assert properties.get("REAL_TOPIC") == expected, copy
             assert ("TRAN_MSG" in properties) == transactional or pub is None, copy
+    assert any(copy["topic"] == "%DLQ%MQ_INST_1_demo%inventory-sync" for copy in exported)
     assert (config.out / "seeds" / "consumer_groups.csv").read_text().count("\n") >= 8
 
 
