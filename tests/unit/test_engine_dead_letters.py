@@ -63,7 +63,9 @@ def _landing(root: Path) -> Landing:
                 landing.return_types[(fields[1], fields[2])] = int(fields[6])
     for line in _lines(root, "dlq"):
         copy = json.loads(line)
-        landing.copies[(copy["topic"].removeprefix("%DLQ%").removeprefix("MQ_INST_1_demo%"), copy["msgId"])] = copy
+        landing.copies[
+            (copy["topic"].removeprefix("%DLQ%").removeprefix("MQ_INST_1_demo%"), copy["msgId"])
+        ] = copy
     return landing
 
 

@@ -107,7 +107,9 @@ def _landing(root: Path) -> Landing:
     copies = {}
     for line in _lines(root, "dlq"):
         copy = json.loads(line)
-        copies[(copy["topic"].removeprefix("%DLQ%").removeprefix("MQ_INST_1_demo%"), copy["msgId"])] = copy
+        copies[
+            (copy["topic"].removeprefix("%DLQ%").removeprefix("MQ_INST_1_demo%"), copy["msgId"])
+        ] = copy
     return Landing(attempts, requests, pubs, ends, copies)
 
 
