@@ -13,6 +13,7 @@ from pathlib import Path
 
 from retrylake.errors import RetrylakeError, UsageError
 from retrylake.lakehouse import Lakehouse
+from retrylake.project import DEFAULT_PROJECT_DIR
 from retrylake.spark import spark_settings
 
 
@@ -182,6 +183,11 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="write one self-contained HTML page of charts (DuckDB, no Java needed)"
     )
     report.add_argument("--out", default="report.html", help="file to write (default report.html)")
+    report.add_argument(
+        "--project-dir",
+        help="the dbt project the lakehouse was built with, for its var outage_window (default: "
+        "the current directory if it holds a dbt_project.yml, else the installed project)",
+    )
     _add_lakehouse_arg(report)
 
     dlq_export = commands.add_parser(
@@ -475,7 +481,13 @@ def _report(args: argparse.Namespace) -> None:
     from retrylake.analyst.report import render_report
 
     out = _output_file(args.out, "--out")
-    out.write_text(render_report(_lakehouse(args)), encoding="utf-8")
+    if args.project_dir is not None:
+        project_dir = _project_dir(args)
+    elif Path("dbt_project.yml").is_file():
+        project_dir = Path.cwd()
+    else:
+        project_dir = DEFAULT_PROJECT_DIR
+    out.write_text(render_report(_lakehouse(args), project_dir), encoding="utf-8")
     print(f"Wrote {out.resolve()}", file=sys.stderr)
 
 

@@ -27,7 +27,7 @@ def project_vars(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict:
         return (yaml.safe_load(handle) or {}).get("vars") or {}
 
 
-def _var(name: str, project_dir: Path):
+def project_var(name: str, project_dir: Path):
     values = project_vars(project_dir)
     if name not in values:
         raise ProjectError(f"{project_dir / 'dbt_project.yml'} has no var {name!r}")
@@ -36,14 +36,14 @@ def _var(name: str, project_dir: Path):
 
 def retry_overdue_grace_ms(project_dir: Path = DEFAULT_PROJECT_DIR) -> int:
     """A retry due this long before the watermark and never seen is RETRY_OVERDUE."""
-    return int(_var("retry_overdue_grace_seconds", project_dir)) * 1000
+    return int(project_var("retry_overdue_grace_seconds", project_dir)) * 1000
 
 
 def consumer_group_defaults(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict[str, object]:
     """RocketMQ's settings for an empty seed cell or a group missing from the seed."""
-    return dict(_var("consumer_group_defaults", project_dir))
+    return dict(project_var("consumer_group_defaults", project_dir))
 
 
 def default_broker_version(project_dir: Path = DEFAULT_PROJECT_DIR) -> str:
     """The broker version of a cluster whose broker_delay_levels.csv row names none."""
-    return str(_var("default_broker_version", project_dir))
+    return str(project_var("default_broker_version", project_dir))

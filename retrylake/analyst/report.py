@@ -9,26 +9,48 @@ the retry schedule fit section on a lakehouse without the `schedule_fit` mart.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 
 from retrylake.analyst.charts import bar_chart, line_chart
 from retrylake.analyst.query import connect
 from retrylake.lakehouse import Lakehouse
-from retrylake.project import project_vars
+from retrylake.project import DEFAULT_PROJECT_DIR, project_var
 
-# Flow control, not sporadic failure: a consumer that returns RECONSUME_LATER while a dependency
-# is down fails most deliveries for a sustained stretch, and fails them whatever the message:
-# nearly every distinct message delivered in that stretch fails. Poison messages fail again and
-# again, but they are few among the messages delivered. The numbers are var `outage_window` of
-# dbt_project.yml, which the what-if's outage windows (whatif_failure_windows) use too.
-_OUTAGE_WINDOW = project_vars()["outage_window"]
-FLOW_CONTROL_BUCKET_MINUTES = int(_OUTAGE_WINDOW["bucket_minutes"])
-FLOW_CONTROL_MIN_FAILURE_RATE = float(_OUTAGE_WINDOW["min_failure_rate"])
-FLOW_CONTROL_MIN_BUCKETS = int(_OUTAGE_WINDOW["min_buckets"])
-FLOW_CONTROL_MIN_FAILING_SHARE = float(_OUTAGE_WINDOW["min_failing_share"])
-FLOW_CONTROL_MIN_FAILURES_PER_BUCKET = int(_OUTAGE_WINDOW["min_failures_per_bucket"])
+
+@dataclass(frozen=True)
+class OutageWindow:
+    """Flow control, not sporadic failure: a consumer that returns RECONSUME_LATER while a
+    dependency is down fails most deliveries for a sustained stretch, and fails them whatever
+    the message: nearly every distinct message delivered in that stretch fails. Poison messages
+    fail again and again, but they are few among the messages delivered. The numbers are var
+    `outage_window` of the project's dbt_project.yml, which the what-if's outage windows
+    (whatif_failure_windows) use too; read when a report is made, from the project it names."""
+
+    bucket_minutes: int
+    min_failure_rate: float
+    min_buckets: int
+    min_failing_share: float
+    min_failures_per_bucket: int
+
+    @classmethod
+    def of_project(cls, project_dir: Path = DEFAULT_PROJECT_DIR) -> OutageWindow:
+        window = project_var("outage_window", project_dir)
+        return cls(
+            bucket_minutes=int(window["bucket_minutes"]),
+            min_failure_rate=float(window["min_failure_rate"]),
+            min_buckets=int(window["min_buckets"]),
+            min_failing_share=float(window["min_failing_share"]),
+            min_failures_per_bucket=int(window["min_failures_per_bucket"]),
+        )
+
+    @property
+    def min_run_minutes(self) -> int:
+        return self.min_buckets * self.bucket_minutes
+
 
 TOP_FAILED = 25
 
@@ -124,13 +146,13 @@ order by deliveries desc, consumer_group, msg_id
 limit {TOP_FAILED}
 """
 
-FAILURE_BUCKETS_SQL = f"""
+FAILURE_BUCKETS_SQL = """
 with attempts as (
     select
         consumer_group,
         msg_id,
         is_success,
-        time_bucket(interval {FLOW_CONTROL_BUCKET_MINUTES} minute, consume_started_at) as bucket
+        time_bucket(interval {bucket_minutes} minute, consume_started_at) as bucket
     from consume_attempts
 ),
 
@@ -146,15 +168,15 @@ buckets as (
 flagged as (
     select
         *,
-        failures >= {FLOW_CONTROL_MIN_FAILURES_PER_BUCKET}
-        and failures >= {FLOW_CONTROL_MIN_FAILURE_RATE} * attempts as is_high
+        failures >= {min_failures_per_bucket}
+        and failures >= {min_failure_rate} * attempts as is_high
     from buckets
 ),
 
 runs as (
     select
         *,
-        epoch(bucket) / {FLOW_CONTROL_BUCKET_MINUTES * 60}
+        epoch(bucket) / ({bucket_minutes} * 60)
         - row_number() over (partition by consumer_group, is_high order by bucket) as run_key
     from flagged
 )
@@ -162,12 +184,12 @@ runs as (
 select consumer_group, bucket, attempts, failures, is_high, run_key from runs order by all
 """
 
-SUSTAINED_SQL = f"""
-with runs as ({FAILURE_BUCKETS_SQL}),
+SUSTAINED_SQL = """
+with runs as ({failure_buckets}),
 
 run_lengths as (
     select consumer_group, run_key, count(*) as buckets, min(bucket) as run_start,
-        max(bucket) + interval {FLOW_CONTROL_BUCKET_MINUTES} minute as run_end
+        max(bucket) + interval {bucket_minutes} minute as run_end
     from runs where is_high group by all
 ),
 
@@ -199,7 +221,7 @@ select
     t.consumer_group,
     t.attempts,
     t.failures,
-    coalesce(l.buckets, 0) * {FLOW_CONTROL_BUCKET_MINUTES} as longest_run_minutes,
+    coalesce(l.buckets, 0) * {bucket_minutes} as longest_run_minutes,
     l.run_start,
     b.delivered_messages,
     b.failed_messages
@@ -210,8 +232,13 @@ order by t.consumer_group
 """
 
 
+def _failure_buckets_sql(window: OutageWindow) -> str:
+    return FAILURE_BUCKETS_SQL.format(**dataclasses.asdict(window))
+
+
 @dataclass(frozen=True)
 class GroupFailurePattern:
+    window: OutageWindow
     consumer_group: str
     attempts: int
     failures: int
@@ -233,15 +260,18 @@ class GroupFailurePattern:
         if self.failures == 0:
             return "no failures"
         if (
-            self.longest_run_minutes >= FLOW_CONTROL_MIN_BUCKETS * FLOW_CONTROL_BUCKET_MINUTES
-            and (self.failing_share or 0) >= FLOW_CONTROL_MIN_FAILING_SHARE
+            self.longest_run_minutes >= self.window.min_run_minutes
+            and (self.failing_share or 0) >= self.window.min_failing_share
         ):
             return "flow control"
         return "sporadic"
 
 
-def failure_patterns(connection) -> list[GroupFailurePattern]:
-    return [GroupFailurePattern(*row) for row in connection.execute(SUSTAINED_SQL).fetchall()]
+def failure_patterns(connection, window: OutageWindow) -> list[GroupFailurePattern]:
+    sql = SUSTAINED_SQL.format(
+        failure_buckets=_failure_buckets_sql(window), bucket_minutes=window.bucket_minutes
+    )
+    return [GroupFailurePattern(window, *row) for row in connection.execute(sql).fetchall()]
 
 
 def _seconds(ms: float | None) -> str:
@@ -496,15 +526,15 @@ def _most_failed_section(connection) -> str:
     return f"<h2>The {TOP_FAILED} messages that failed most</h2>" + table
 
 
-def _flow_control_section(connection) -> str:
-    patterns = failure_patterns(connection)
-    buckets = connection.execute(FAILURE_BUCKETS_SQL).fetchall()
+def _flow_control_section(connection, window: OutageWindow) -> str:
+    patterns = failure_patterns(connection, window)
+    buckets = connection.execute(_failure_buckets_sql(window)).fetchall()
     times = sorted({row[1] for row in buckets})
     rate = {(row[0], row[1]): row[3] / row[2] for row in buckets if row[2]}
     groups = [p.consumer_group for p in patterns if p.failures]
     chart = line_chart(
         "failure_rate",
-        f"Failure rate per {FLOW_CONTROL_BUCKET_MINUTES}-minute bucket (day hh:mm UTC), per group",
+        f"Failure rate per {window.bucket_minutes}-minute bucket (day hh:mm UTC), per group",
         [t.strftime("%d %H:%M") for t in times],
         {group: [rate.get((group, t)) for t in times] for group in groups},
         y_label="failed share of deliveries",
@@ -538,9 +568,9 @@ def _flow_control_section(connection) -> str:
     )
     return (
         "<h2>Flow control or sporadic failure?</h2><p>A group that fails at least "
-        f"{FLOW_CONTROL_MIN_FAILURE_RATE:.0%} of its deliveries for "
-        f"{FLOW_CONTROL_MIN_BUCKETS * FLOW_CONTROL_BUCKET_MINUTES} minutes or more, failing at "
-        f"least {FLOW_CONTROL_MIN_FAILING_SHARE:.0%} of the distinct messages it was given in "
+        f"{window.min_failure_rate:.0%} of its deliveries for "
+        f"{window.min_run_minutes} minutes or more, failing at "
+        f"least {window.min_failing_share:.0%} of the distinct messages it was given in "
         "that stretch, is failing whatever the message: RECONSUME_LATER as flow control while a "
         "dependency is down, not sporadic failure or a few poison messages. With a low "
         "maxReconsumeTimes such a stretch fills the DLQ with good messages.</p>" + chart + table
@@ -635,7 +665,10 @@ def _whatif_section(connection) -> str:
     )
 
 
-def render_report(lakehouse: Lakehouse) -> str:
+def render_report(lakehouse: Lakehouse, project_dir: Path = DEFAULT_PROJECT_DIR) -> str:
+    """The report's HTML; the flow-control verdicts use var `outage_window` of the dbt project in
+    ``project_dir`` (the one the lakehouse was built with)."""
+    window = OutageWindow.of_project(project_dir)
     connection = connect(lakehouse)
     try:
         summary = connection.execute(
@@ -650,7 +683,7 @@ def render_report(lakehouse: Lakehouse) -> str:
             _lag_section(connection),
             _time_to_success_section(connection),
             _most_failed_section(connection),
-            _flow_control_section(connection),
+            _flow_control_section(connection, window),
             _whatif_section(connection),
         ]
     finally:

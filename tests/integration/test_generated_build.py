@@ -481,11 +481,12 @@ def test_report_renders_every_chart_with_data_in_chromium(generated, lakehouse, 
 
 def test_sustained_failure_is_told_apart_from_sporadic_failure(generated, lakehouse):
     from retrylake.analyst.query import connect
-    from retrylake.analyst.report import failure_patterns
+    from retrylake.analyst.report import OutageWindow, failure_patterns
 
     connection = connect(lakehouse)
     try:
-        verdicts = {p.consumer_group: p.verdict for p in failure_patterns(connection)}
+        patterns = failure_patterns(connection, OutageWindow.of_project(PROJECT_DIR))
+        verdicts = {p.consumer_group: p.verdict for p in patterns}
     finally:
         connection.close()
     # the generator takes inventory-sync's dependency down for 6% of the run
