@@ -91,6 +91,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_spark_args(build)
 
+    check = commands.add_parser(
+        "check",
+        help="check the seeds as build does, before the plain dbt CLI loads them "
+        "(no Spark; exit 0 when they are valid)",
+    )
+    check.add_argument(
+        "--project-dir", default=".", help="the dbt project (default: the current directory)"
+    )
+
     dbt = commands.add_parser("dbt", help="run any dbt command: retrylake dbt -- ARGS")
     _add_location_args(dbt)
     _add_spark_args(dbt)
@@ -477,6 +486,14 @@ def _query(args: argparse.Namespace) -> None:
     print(render(columns, rows, args.format))
 
 
+def _check(args: argparse.Namespace) -> None:
+    from retrylake.config_check import check_configuration
+
+    project_dir = _project_dir(args)
+    check_configuration(project_dir)
+    print(f"The seeds of {project_dir} are valid", file=sys.stderr)
+
+
 def _report(args: argparse.Namespace) -> None:
     from retrylake.analyst.report import render_report
 
@@ -528,6 +545,7 @@ def _output_file(path: str, option: str) -> Path:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "build": _build,
+    "check": _check,
     "dbt": _dbt,
     "serve": _serve,
     "generate": _generate,

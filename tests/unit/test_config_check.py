@@ -334,3 +334,15 @@ def test_a_seed_not_in_utf8_names_the_file_and_byte(project: Path):
     seed.write_bytes(seed.read_bytes().replace(b"order-service,", b"order-servic\xe9,", 1))
     with pytest.raises(ConfigError, match=r"consumer_groups\.csv: byte \d+ is not UTF-8"):
         check_configuration(project)
+
+
+def test_retrylake_check_runs_the_check_alone(project: Path, capsys: pytest.CaptureFixture):
+    """`retrylake check`, for the plain dbt CLI's route, which loads the seeds without it."""
+    from retrylake.cli import main
+
+    assert main(["check", "--project-dir", str(project)]) == 0
+    assert "are valid" in capsys.readouterr().err
+    _replace(project / "seeds" / "broker_delay_levels.csv", "1s 5s", "1s 5x")
+    assert main(["check", "--project-dir", str(project)]) != 0
+    error = capsys.readouterr().err
+    assert "broker_delay_levels.csv, row 2, message_delay_level" in error and "5x" in error
