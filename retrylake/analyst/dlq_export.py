@@ -303,19 +303,28 @@ def _group_parts(
     )
 
 
+def in_namespace(namespace: str, name: str) -> str:
+    """``name`` as the broker stores it in ``namespace`` (NamespaceUtil.wrapNamespace): after a
+    %RETRY% or %DLQ% prefix, and unchanged when it already carries the namespace."""
+    prefix = next((p for p in ("%RETRY%", "%DLQ%") if name.startswith(p)), "")
+    rest = name[len(prefix) :]
+    if rest.startswith(f"{namespace}%"):
+        return name
+    return f"{prefix}{namespace}%{rest}"
+
+
 def broker_names(row: Mapping) -> Mapping:
     """The row with its group and original topic as the broker stores them when the group lives
     in a namespace (spec §7: `ns%G`, `ns%T`). The mart names them as the trace does, without it;
-    mqadmin talks to the broker, which knows only the wrapped names. A name that is already a
-    %RETRY% or %DLQ% topic is left as it is."""
+    mqadmin talks to the broker, which knows only the wrapped names."""
     namespace = row.get("namespace")
     if not namespace:
         return row
     named = dict(row)
     for column in ("consumer_group", "topic"):
         name = named.get(column)
-        if name and not str(name).startswith(("%RETRY%", "%DLQ%")):
-            named[column] = f"{namespace}%{name}"
+        if name:
+            named[column] = in_namespace(namespace, str(name))
     return named
 
 

@@ -391,6 +391,16 @@ def test_a_group_in_a_namespace_is_named_as_the_broker_stores_it():
     )
     # without a namespace the names stay as they are
     assert "-g order-service " in commands_for({**row, "namespace": None})["group_command"]
+    # a 5.x pop retry topic as the mart has it (withoutNamespace of %RETRY%ns%G_ns%T), and a
+    # name already in the namespace: wrapped after the prefix, and not twice (wrapNamespace)
+    for topic, stored in (
+        ("%RETRY%order-service_MQ_INST_1_demo%Orders", "%RETRY%MQ_INST_1_demo%order-service_"),
+        ("MQ_INST_1_demo%Orders", "MQ_INST_1_demo%Orders"),
+    ):
+        lookup = commands_for(
+            {**row, "origin_msg_id": None, "published_offset_msg_id": None, "topic": topic}
+        )["lookup_command"]
+        assert f"-t {stored}" in lookup, lookup
 
 
 def test_filters_and_formats(lakehouse: Lakehouse, tmp_path: Path):
