@@ -13,7 +13,7 @@ from pathlib import Path
 
 from retrylake.errors import RetrylakeError, UsageError
 from retrylake.lakehouse import Lakehouse
-from retrylake.project import DEFAULT_PROJECT_DIR
+from retrylake.project import DEFAULT_PROJECT_DIR, project_vars
 from retrylake.spark import spark_settings
 
 
@@ -195,7 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--project-dir",
         help="the dbt project the lakehouse was built with, for its var outage_window (default: "
-        "the current directory if it holds a dbt_project.yml, else the installed project)",
+        "the current directory if its dbt_project.yml has that var, else the installed project)",
     )
     _add_lakehouse_arg(report)
 
@@ -498,12 +498,11 @@ def _report(args: argparse.Namespace) -> None:
     from retrylake.analyst.report import render_report
 
     out = _output_file(args.out, "--out")
+    project_dir = DEFAULT_PROJECT_DIR
     if args.project_dir is not None:
         project_dir = _project_dir(args)
-    elif Path("dbt_project.yml").is_file():
-        project_dir = Path.cwd()
-    else:
-        project_dir = DEFAULT_PROJECT_DIR
+    elif Path("dbt_project.yml").is_file() and "outage_window" in project_vars(Path.cwd()):
+        project_dir = Path.cwd()  # retrylake's project here, perhaps with other numbers
     out.write_text(render_report(_lakehouse(args), project_dir), encoding="utf-8")
     print(f"Wrote {out.resolve()}", file=sys.stderr)
 

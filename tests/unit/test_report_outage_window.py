@@ -1,6 +1,6 @@
 """The report's flow-control verdicts use var `outage_window` of the dbt project the lakehouse was
 built with, read when the report is made: the project `--project-dir` names, else the current
-directory's, else the installed one."""
+directory's if it has the var, else the installed one."""
 
 from __future__ import annotations
 
@@ -62,6 +62,13 @@ def test_the_cli_reads_the_project_it_is_given_or_stands_in(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # no dbt project here: the installed one
+    assert main(args) == 0
+    assert SHIPPED_RUN in out.read_text()
+
+    another = tmp_path / "another-dbt-project"
+    another.mkdir()
+    (another / "dbt_project.yml").write_text("name: other\nvars:\n  something: 1\n")
+    monkeypatch.chdir(another)  # some other dbt project, without the var: the installed one
     assert main(args) == 0
     assert SHIPPED_RUN in out.read_text()
 
