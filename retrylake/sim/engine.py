@@ -1647,12 +1647,15 @@ class Engine:
         self, lifecycle: Lifecycle, copy: Copy, decision: Decision, path: str
     ) -> dict[str, str]:
         """The properties of the DLQ copy of ``copy`` (§1.2 step 10, §1.3-§1.6, §3.4, §3.5); the
-        topics in them as the broker names them, in the group's namespace if it has one."""
+        topics in them as the broker names them, in the group's namespace if it has one, but
+        RETRY_TOPIC as the orderly client writes it: the topic its listener saw, without it
+        (ConsumeMessageOrderlyService.sendMessageBack; the concurrent one wraps it first)."""
         group = self.groups[lifecycle.index]
         message = lifecycle.message
+        retry_topic = message.topic if path == "ORDERLY" else broker_name(group.name, message.topic)
         properties = {
             "UNIQ_KEY": message.msg_id,
-            "RETRY_TOPIC": broker_name(group.name, message.topic),
+            "RETRY_TOPIC": retry_topic,
             "WAIT": "false",
             "CLUSTER": group.cluster_name,
             "MSG_REGION": REGION,
