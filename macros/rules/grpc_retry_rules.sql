@@ -82,6 +82,17 @@
     concat('%RETRY%', {{ consumer_group }}, '_', {{ topic }})
 {%- endmacro %}
 
+{#- The topic a pop retry topic of `consumer_group` retries (KeyBuilder.parseNormalTopic): T of
+    `%RETRY%<group>_T`, or of `%RETRY%<group>+T` (the v2 form); any other name as it is. -#}
+{% macro topic_of_pop_retry_topic(retry_topic, consumer_group) -%}
+    case
+        when startswith({{ retry_topic }}, concat('%RETRY%', {{ consumer_group }}, '_'))
+            or startswith({{ retry_topic }}, concat('%RETRY%', {{ consumer_group }}, '+'))
+            then substring({{ retry_topic }}, length({{ consumer_group }}) + 9)
+        else {{ retry_topic }}
+    end
+{%- endmacro %}
+
 {#- Delivery attempts a 5.x group gets: maxAttempts = retryMaxTimes + 1 (§8.2). -#}
 {% macro max_delivery_attempts(retry_max_times) -%}
     {{ retry_max_times }} + 1

@@ -3,9 +3,8 @@
     names the consumerId `ns%G`. Trace records carry the names without it: the client's trace
     hook writes `NamespaceUtil.withoutNamespace` of each (ConsumeMessageTraceHookImpl). So what
     the broker shows is unwrapped here, as NamespaceUtil does, before it meets the trace. The
-    three macros follow NamespaceUtil: the %RETRY% or %DLQ% prefix is set aside, and the
-    namespace is what comes before the first `%` after it, when something does (a leading `%`
-    names none). -#}
+    macros follow NamespaceUtil: the %RETRY% or %DLQ% prefix is set aside, and the namespace is
+    what comes before the first `%` after it, when something does (a leading `%` names none). -#}
 
 {#- The name without its %RETRY% or %DLQ% prefix (NamespaceUtil.withOutRetryAndDLQ). -#}
 {% macro without_retry_and_dlq_prefix(resource) -%}
@@ -14,6 +13,13 @@
         when startswith({{ resource }}, '%DLQ%') then substring({{ resource }}, 6)
         else {{ resource }}
     end
+{%- endmacro %}
+
+{#- The %RETRY% or %DLQ% prefix of a name, else ''. -#}
+{% macro retry_and_dlq_prefix(resource) -%}
+    substring(
+        {{ resource }}, 1, length({{ resource }}) - length({{ without_retry_and_dlq_prefix(resource) }})
+    )
 {%- endmacro %}
 
 {#- The namespace a broker-side name carries, else null (NamespaceUtil.getNamespaceFromResource,
@@ -31,11 +37,7 @@
     case
         when instr({{ without_retry_and_dlq_prefix(resource) }}, '%') > 1
             then concat(
-                case
-                    when startswith({{ resource }}, '%RETRY%') then '%RETRY%'
-                    when startswith({{ resource }}, '%DLQ%') then '%DLQ%'
-                    else ''
-                end,
+                {{ retry_and_dlq_prefix(resource) }},
                 substring(
                     {{ without_retry_and_dlq_prefix(resource) }},
                     instr({{ without_retry_and_dlq_prefix(resource) }}, '%') + 1
@@ -45,15 +47,37 @@
     end
 {%- endmacro %}
 
+{#- A topic a DLQ copy or DLQ log line names (RETRY_TOPIC, originalTopic) as the trace would:
+    `without_namespace`, and a pop retry topic of the group (`broker_group`, the broker's name)
+    loses the namespace of its topic part too: `%RETRY%ns%G_ns%T` is `%RETRY%G_T`, the name
+    `pop_retry_topic` gives the trace's group and topic (KeyBuilder.buildPopRetryTopic). -#}
+{% macro trace_side_topic(topic, broker_group) -%}
+    case
+        when {{ namespace_of(broker_group) }} is not null
+            and (
+                startswith({{ topic }}, concat('%RETRY%', {{ broker_group }}, '_'))
+                or startswith({{ topic }}, concat('%RETRY%', {{ broker_group }}, '+'))
+            )
+            then concat(
+                '%RETRY%',
+                {{ without_namespace(broker_group) }},
+                substring({{ topic }}, length({{ broker_group }}) + 8, 1),
+                {{ without_namespace('substring(' ~ topic ~ ', length(' ~ broker_group ~ ') + 9)') }}
+            )
+        else {{ without_namespace(topic) }}
+    end
+{%- endmacro %}
+
 {#- A name as the broker stores it in `namespace` (null: none): G is `ns%G`, `%DLQ%G` is
     `%DLQ%ns%G` (NamespaceUtil.wrapNamespace). -#}
 {% macro with_namespace(namespace, resource) -%}
     case
         when {{ namespace }} is null then {{ resource }}
-        when startswith({{ resource }}, '%RETRY%')
-            then concat('%RETRY%', {{ namespace }}, '%', substring({{ resource }}, 8))
-        when startswith({{ resource }}, '%DLQ%')
-            then concat('%DLQ%', {{ namespace }}, '%', substring({{ resource }}, 6))
-        else concat({{ namespace }}, '%', {{ resource }})
+        else concat(
+            {{ retry_and_dlq_prefix(resource) }},
+            {{ namespace }},
+            '%',
+            {{ without_retry_and_dlq_prefix(resource) }}
+        )
     end
 {%- endmacro %}

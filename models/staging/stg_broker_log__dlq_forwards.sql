@@ -2,7 +2,8 @@
 -- brokers' logs that overlap, hold the same line, and it counts once. The only per-message record
 -- of a 5.x dead letter (observability note §3.2): OBSERVED evidence, like a dlq/ export's copy.
 -- The consumerId and originalTopic are unwrapped of an instance's namespace, as the trace and
--- the OpenTelemetry spans name them (macros/rules/namespace.sql); `dlq_topic` stays the broker's.
+-- the OpenTelemetry spans name them (macros/rules/namespace.sql; a pop retry topic on both sides
+-- of its separator); `dlq_topic` stays the broker's.
 with
 
 lines as (
@@ -16,7 +17,7 @@ named as (
         {{ namespace_of('dlq_topic') }} as `namespace`,
         dlq_topic,
         msg_id,
-        {{ without_namespace('original_topic') }} as original_topic,
+        {{ trace_side_topic('original_topic', 'consumer_group') }} as original_topic,
         stored_at,
         load_id,
         source_file,

@@ -5,8 +5,8 @@
 -- `lifecycle_msg_id` ties a copy to its lifecycle in every path: the UNIQ_KEY, which the broker
 -- and the client copy on every hop (§3.7); ORIGIN_MESSAGE_ID is an offset id on the broker path
 -- and missing from an orderly 4.9.x copy (§3.5). The group and RETRY_TOPIC are unwrapped of an
--- instance's namespace, as the trace names them (macros/rules/namespace.sql); `dlq_topic` stays
--- the broker's name, where the copy is.
+-- instance's namespace, as the trace names them (macros/rules/namespace.sql; a pop retry topic on
+-- both sides of its separator); `dlq_topic` stays the broker's name, where the copy is.
 {{ config(materialized='table') }}
 -- A table, rebuilt whole on every run (copies are few): four models read it, and as a view
 -- each would parse the staged lines again.
@@ -39,7 +39,9 @@ final as (
         reconsume_times,
         message_properties['UNIQ_KEY'] as uniq_key,
         message_properties['ORIGIN_MESSAGE_ID'] as origin_msg_id,
-        {{ without_namespace("message_properties['RETRY_TOPIC']") }} as retry_topic,
+        {{ trace_side_topic(
+            "message_properties['RETRY_TOPIC']", "substring(dlq_topic, length('%DLQ%') + 1)"
+        ) }} as retry_topic,
         message_properties['KEYS'] as `keys`,
         message_properties['TAGS'] as tags,
         message_properties['DELAY'] as delay_property,

@@ -48,6 +48,25 @@ create or replace temp macro unwrapped(name) as
         || substr(unprefixed(name), strpos(unprefixed(name), '%') + 1)
     );
 
+-- The pop retry topic of broker-side group g (spec §7 table: `%RETRY%<group>_<topic>`, or `+`
+-- in its v2 form): the separator's position in it, else 0.
+create or replace temp macro pop_separator_at(topic, g) as
+    if(
+        starts_with(topic, '%RETRY%' || g || '_') or starts_with(topic, '%RETRY%' || g || '+'),
+        length('%RETRY%' || g) + 1,
+        0
+    );
+
+-- RETRY_TOPIC or originalTopic as the trace would name it: a pop retry topic of a group in a
+-- namespace, `%RETRY%ns%G_ns%T`, is `%RETRY%G_T`; any other name is unwrapped.
+create or replace temp macro trace_topic(topic, g) as
+    if(
+        namespace_in(g) is not null and pop_separator_at(topic, g) > 0,
+        '%RETRY%' || unwrapped(g) || substr(topic, pop_separator_at(topic, g), 1)
+        || unwrapped(substr(topic, pop_separator_at(topic, g) + 1)),
+        unwrapped(topic)
+    );
+
 -- A DLQ copy's property, from its JSON object of properties, else from the stored string.
 create or replace temp macro copy_property(properties_json, properties_string, name) as
     if(properties_json is null, stored_property(properties_string, name), properties_json ->> name);
@@ -561,7 +580,7 @@ select
     namespace_in(parts.dlq_topic) as namespace,
     parts.dlq_topic,
     parts.msg_id,
-    unwrapped(parts.original_topic) as original_topic,
+    trace_topic(parts.original_topic, parts.consumer_group) as original_topic,
     epoch_ms(try_cast(parts.stored_ms as bigint)) as stored_at
 from lines
 where starts_with(parts.dlq_topic, '%DLQ%')
@@ -656,7 +675,7 @@ select
     try_cast(reconsume_times as integer) as reconsume_times,
     epoch_ms(try_cast(store_timestamp as bigint)) as stored_at,
     origin_msg_id,
-    unwrapped(retry_topic) as retry_topic,
+    trace_topic(retry_topic, substr(dlq_topic, length('%DLQ%') + 1)) as retry_topic,
     keys,
     tags,
     delay_property,
@@ -2139,7 +2158,18 @@ select
     ) as origin_msg_id,
     coalesce(r.origin_kind, 'UNKNOWN') as origin_kind,
     r.published_offset_msg_id,
-    coalesce(r.lifecycle_topic, r.observed_retry_topic) as topic,
+    -- a 5.x copy's RETRY_TOPIC or logged originalTopic can be the pop retry topic (§8.3)
+    coalesce(
+        r.lifecycle_topic,
+        if(
+            pop_separator_at(r.observed_retry_topic, r.consumer_group) > 0,
+            substr(
+                r.observed_retry_topic,
+                pop_separator_at(r.observed_retry_topic, r.consumer_group) + 1
+            ),
+            r.observed_retry_topic
+        )
+    ) as topic,
     coalesce(r.lifecycle_keys, r.observed_keys) as keys,
     coalesce(r.lifecycle_tags, r.observed_tags) as tags,
     coalesce(r.observed_reconsume_times, r.predicted_reconsume_times) as reconsume_times,

@@ -408,7 +408,11 @@ final as (
         ) as origin_msg_id,
         coalesce(reconciled.origin_kind, 'UNKNOWN') as origin_kind,
         reconciled.published_offset_msg_id,
-        coalesce(reconciled.published_topic, reconciled.observed_retry_topic) as topic,
+        -- a 5.x copy's RETRY_TOPIC or logged originalTopic can be the pop retry topic (§8.3)
+        coalesce(
+            reconciled.published_topic,
+            {{ topic_of_pop_retry_topic('reconciled.observed_retry_topic', 'reconciled.consumer_group') }}
+        ) as topic,
         coalesce(reconciled.published_keys, reconciled.observed_keys) as `keys`,
         coalesce(reconciled.published_tags, reconciled.observed_tags) as tags,
         coalesce(reconciled.observed_reconsume_times, reconciled.predicted_reconsume_times)

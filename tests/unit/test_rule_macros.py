@@ -1,0 +1,91 @@
+"""The rule macros of macros/rules, rendered from their files and run on the session's Spark:
+the names a namespace and a pop retry topic give. Expected values are the spec's (§7, §8.4),
+written as literals."""
+
+from __future__ import annotations
+
+import pytest
+from jinja2 import Environment
+
+from tests.conftest import PROJECT_DIR
+
+pytestmark = pytest.mark.spark
+
+RULES = PROJECT_DIR / "macros" / "rules"
+
+
+def _macros():
+    text = "\n".join(path.read_text() for path in sorted(RULES.glob("*.sql")))
+    return Environment().from_string(text).module
+
+
+def _values(spark, expression: str, rows: list[tuple]) -> list:
+    """``expression`` over ``rows`` of (a, b), in their order."""
+    values = ", ".join(
+        "(" + ", ".join("null" if v is None else f"'{v}'" for v in row) + ")" for row in rows
+    )
+    sql = (
+        f"select {expression} as value from values {values} as t(a, b)"
+        if len(rows[0]) == 2
+        else f"select {expression} as value from values {values} as t(a)"
+    )
+    return [row.value for row in spark.sql(sql).collect()]
+
+
+def test_names_in_a_namespace_unwrap_and_wrap_as_namespace_util_does(spark) -> None:
+    macros = _macros()
+    names = [
+        None, "", "G", "ns%G", "%DLQ%ns%G", "%RETRY%ns%G", "%DLQ%G", "%G", "%DLQ%%G", "a%b%c",
+    ]  # fmt: skip
+    rows = [(name,) for name in names]
+    assert _values(spark, str(macros.without_namespace("a")), rows) == [
+        None, "", "G", "G", "%DLQ%G", "%RETRY%G", "%DLQ%G", "%G", "%DLQ%%G", "b%c",
+    ]  # fmt: skip
+    assert _values(spark, str(macros.namespace_of("a")), rows) == [
+        None, None, None, "ns", "ns", "ns", None, None, None, "a",
+    ]  # fmt: skip
+    wrapped = str(macros.with_namespace("'ns'", "a"))
+    assert _values(spark, wrapped, [("G",), ("%DLQ%G",), ("%RETRY%G",), (None,)]) == [
+        "ns%G", "%DLQ%ns%G", "%RETRY%ns%G", None,
+    ]  # fmt: skip
+    assert _values(spark, str(macros.with_namespace("null", "a")), [("%DLQ%G",)]) == ["%DLQ%G"]
+
+
+def test_a_pop_retry_topic_in_a_namespace_names_the_trace_group_and_topic(spark) -> None:
+    # KeyBuilder.buildPopRetryTopic of the broker's names: %RETRY%ns%G_ns%T (v1), + in v2
+    expression = str(_macros().trace_side_topic("a", "b"))
+    rows = [
+        ("%RETRY%ns%G_ns%T", "ns%G"),
+        ("%RETRY%ns%G+ns%T", "ns%G"),
+        ("ns%T", "ns%G"),  # a 4.x copy's RETRY_TOPIC
+        ("%RETRY%ns%other_ns%T", "ns%G"),  # another group's topic: withoutNamespace only
+        ("%RETRY%G_T", "G"),
+        ("T", "G"),
+        (None, "ns%G"),
+    ]
+    assert _values(spark, expression, rows) == [
+        "%RETRY%G_T", "%RETRY%G+T", "T", "%RETRY%other_ns%T", "%RETRY%G_T", "T", None,
+    ]  # fmt: skip
+
+
+def test_the_topic_of_a_pop_retry_topic_is_the_topic_it_retries(spark) -> None:
+    # KeyBuilder.parseNormalTopic; a 4.x retry topic and a plain topic stay as they are
+    expression = str(_macros().topic_of_pop_retry_topic("a", "b"))
+    rows = [
+        ("%RETRY%G_T", "G"),
+        ("%RETRY%G+T", "G"),
+        ("%RETRY%G_a_b", "G"),
+        ("%RETRY%G", "G"),
+        ("T", "G"),
+        ("%RETRY%H_T", "G"),
+        (None, "G"),
+    ]
+    assert _values(spark, expression, rows) == [
+        "T",
+        "T",
+        "a_b",
+        "%RETRY%G",
+        "T",
+        "%RETRY%H_T",
+        None,
+    ]
