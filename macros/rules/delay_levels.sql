@@ -1,7 +1,9 @@
 {#- The delay-level table of each row of `relation` (a CTE or table with `key_columns` and
     message_delay_level), parsed exactly as ScheduleMessageService.parseDelayLevel does (spec
     §2.3) by the session's Python UDF parse_delay_levels: one row per level with its token,
-    delay, schedule queue and whether it is the row's highest level (the clamp's top). The one
+    delay, schedule queue and whether it is the row's highest level (the clamp's top). A token
+    of zero or less (`0s`, `-1s`: parsed without error) is delivered at once: its deliver time is
+    never ahead of now (correctDeliverTimestamp, §2.3), so its delay is 0. The one
     place a delay string becomes levels: the broker clusters' table and a what-if scenario's
     ladders both come through it. A view cannot call the UDF, so callers are tables. -#}
 {% macro delay_level_rows(relation, key_columns) -%}
@@ -10,7 +12,7 @@
         parsed.{{ key_columns | join(', parsed.') }},
         delay.level,
         delay.token,
-        delay.delay_ms,
+        greatest(delay.delay_ms, 0) as delay_ms,
         {{ schedule_queue_id('delay.level') }} as schedule_queue_id,
         delay.level = max(delay.level) over (partition by {{ keys }}) as is_max_level,
         parsed.message_delay_level

@@ -201,7 +201,8 @@ select
                 'broker_delay_levels.csv: cluster ' || broker_cluster || ' has a bad delay token '
                 || coalesce('''' || token || '''', 'null')
             )
-        else amount * unit_ms
+        -- a token of zero or less is delivered at once (correctDeliverTimestamp, §2.3)
+        else greatest(amount * unit_ms, 0)
     end as delay_ms,
     level - 1 as schedule_queue_id,
     level = max(level) over (partition by broker_cluster) as is_max_level

@@ -143,14 +143,15 @@ def decide(
     broker_version: str = DEFAULT_BROKER_VERSION,
 ) -> Decision:
     """What the client and broker do with one failed delivery; ``table`` is the delay of each
-    level of the group's broker cluster, in ms, and ``broker_version`` that cluster's version."""
+    level of the group's broker cluster, in ms, and ``broker_version`` that cluster's version.
+    A level of zero or less is due at once: its deliver time is already past (spec §2.3)."""
     r = reconsume_times
     if group.consume_mode == "ORDERLY":
         limit = None if group.max_reconsume_times == -1 else group.max_reconsume_times
         if limit is not None and r >= limit:
             if is_4x_broker(broker_version):  # a 4.x broker keeps DELAY=3+r on the DLQ copy
                 level = min(3 + r, len(table))
-                delay = table[level - 1]
+                delay = max(table[level - 1], 0)
                 return Decision("DLQ", level, delay, entered_dlq_ms=failed_at_ms + delay)
             return Decision("DLQ", entered_dlq_ms=failed_at_ms)
         suspend = min(max(group.suspend_ms, 10), 30_000)
@@ -162,7 +163,7 @@ def decide(
     if r >= limit or level_asked < 0:
         return Decision("DLQ", entered_dlq_ms=failed_at_ms)
     level = min(level_asked if level_asked > 0 else 3 + r, len(table))
-    delay = table[level - 1]
+    delay = max(table[level - 1], 0)
     return Decision("RETRY", level, delay, failed_at_ms + delay)
 
 

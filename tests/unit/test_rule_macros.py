@@ -1,6 +1,6 @@
 """The rule macros of macros/rules, rendered from their files and run on the session's Spark:
-the names a namespace and a pop retry topic give. Expected values are the spec's (§7, §8.4),
-written as literals."""
+the delay a level of zero or less waits, and the names a namespace and a pop retry topic give.
+Expected values are the spec's (§2.3, §7, §8.4), written as literals."""
 
 from __future__ import annotations
 
@@ -30,6 +30,22 @@ def _values(spark, expression: str, rows: list[tuple]) -> list:
         else f"select {expression} as value from values {values} as t(a)"
     )
     return [row.value for row in spark.sql(sql).collect()]
+
+
+def test_a_delay_level_of_zero_or_less_is_delivered_at_once(spark) -> None:
+    # "-1s" and "0s" parse (spec §2.3); their deliver time is never ahead of now, so no wait
+    spark.sql(
+        "create or replace temporary view clusters_under_test as select * from values "
+        "('c', '-1s 0s 5s 2h') as clusters(broker_cluster, message_delay_level)"
+    )
+    sql = str(_macros().delay_level_rows("clusters_under_test", ["broker_cluster"]))
+    rows = spark.sql(sql).orderBy("level").collect()
+    assert [(r.level, r.token, r.delay_ms, r.schedule_queue_id, r.is_max_level) for r in rows] == [
+        (1, "-1s", 0, 0, False),
+        (2, "0s", 0, 1, False),
+        (3, "5s", 5_000, 2, False),
+        (4, "2h", 7_200_000, 3, True),
+    ]
 
 
 def test_names_in_a_namespace_unwrap_and_wrap_as_namespace_util_does(spark) -> None:

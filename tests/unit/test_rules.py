@@ -106,6 +106,13 @@ def test_a_short_cluster_table_clamps_to_its_last_level():
     )
 
 
+def test_a_level_of_zero_or_less_redelivers_at_once():
+    # "-1s 0s": parsed without error; correctDeliverTimestamp never holds a past time (§2.3)
+    assert decide(_group(), 0, FAILED_AT, [-1_000, 0]) == Decision("RETRY", 2, 0, FAILED_AT)
+    group = _group(delay_level_when_next_consume=1)
+    assert decide(group, 0, FAILED_AT, [-1_000, 0]) == Decision("RETRY", 1, 0, FAILED_AT)
+
+
 def test_max_0_and_a_listener_asking_for_the_dlq_dead_letter_at_once():
     assert decide(_group(max_reconsume_times=0), 0, FAILED_AT, DEFAULT_TABLE) == Decision(
         "DLQ", entered_dlq_ms=FAILED_AT
