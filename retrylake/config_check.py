@@ -107,6 +107,11 @@ def _rows(
 # (or written other than in ASCII digits) would become null rather than an error.
 JAVA_INT = 2**31 - 1
 JAVA_LONG = 2**63 - 1
+# The longest wait the ledger adds to a time: 100 years. The broker takes longer delays (up to
+# Java's long), but a retry due centuries on is no schedule, and times that far out leave what
+# Spark's arithmetic (long overflow), Parquet readers and pandas' timestamps (to 2262) hold.
+LONGEST_WAIT_MS = 36_525 * 86_400_000
+LONGEST_WAIT = "100 years (3,155,760,000,000 ms)"
 WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*")
 # Cells dbt's seed loader reads as no value at all (agate compares them stripped, lower case).
 NULL_TEXT = ("", "null")
@@ -174,10 +179,7 @@ def check_delay_levels(path: Path) -> None:
                 f"(also row {seen[cluster]})"
             )
         seen[cluster] = number
-        try:
-            parse_delay_levels(row["message_delay_level"])
-        except DelayLevelError as error:
-            raise ConfigError(f"{path}, row {number}, message_delay_level: {error}") from None
+        _delay_levels(path, number, row["message_delay_level"])
         version = row.get("broker_version") or ""
         if version and not BROKER_VERSION.fullmatch(version):
             raise ConfigError(
@@ -186,6 +188,21 @@ def check_delay_levels(path: Path) -> None:
             )
     if "*" not in seen:
         raise ConfigError(f"{path}: no default row with broker_cluster '*'")
+
+
+def _delay_levels(path: Path, number: int, text: str) -> None:
+    """A delay string the broker would start with, none of whose delays is too long to place."""
+    try:
+        levels = parse_delay_levels(text)
+    except DelayLevelError as error:
+        raise ConfigError(f"{path}, row {number}, message_delay_level: {error}") from None
+    for level, token, delay_ms in levels:
+        if delay_ms > LONGEST_WAIT_MS:
+            raise ConfigError(
+                f"{path}, row {number}, message_delay_level: delay token {token!r} at position "
+                f"{level} is {delay_ms:,} ms, longer than the {LONGEST_WAIT} retrylake places "
+                "on a timeline"
+            )
 
 
 def check_consumer_groups(path: Path) -> None:
@@ -202,10 +219,10 @@ def check_consumer_groups(path: Path) -> None:
         _choice(path, number, row, "consume_mode", CONSUME_MODES)
         _choice(path, number, row, "client_line", CLIENT_LINES)
         _integer(path, number, row, "max_reconsume_times", -1)
-        _integer(path, number, row, "suspend_current_queue_time_millis", 0, JAVA_LONG)
+        _integer(path, number, row, "suspend_current_queue_time_millis", 0, LONGEST_WAIT_MS)
         _integer(path, number, row, "retry_queue_nums", -(2**31))
         _integer(path, number, row, "delay_level_when_next_consume", -(2**31))
-        _integer(path, number, row, "consume_timeout_minutes", 1)
+        _integer(path, number, row, "consume_timeout_minutes", 1, LONGEST_WAIT_MS // 60_000)
         _integer(path, number, row, "retry_max_times", 0)
         _choice(path, number, row, "consumer_kind", CONSUMER_KINDS)
         if row["broker_cluster"]:
@@ -243,12 +260,17 @@ def _retry_policy(path: Path, number: int, text: str) -> None:
                     f"{where}: customizedRetryPolicy.next holds {delay!r}, "
                     "not a delay in milliseconds"
                 )
+            if delay > LONGEST_WAIT_MS:
+                raise ConfigError(
+                    f"{where}: customizedRetryPolicy.next holds {delay!r}, longer than the "
+                    f"{LONGEST_WAIT} retrylake places on a timeline"
+                )
         return
     exponential = _policy_object(where, policy, "exponentialRetryPolicy")
-    # Java's types: initial and max are longs, multiplier an int
+    # Java's types: initial and max are longs (here at most the longest wait), multiplier an int
     for field, minimum, maximum in (
-        ("initial", 0, JAVA_LONG),
-        ("max", 0, JAVA_LONG),
+        ("initial", 0, LONGEST_WAIT_MS),
+        ("max", 0, LONGEST_WAIT_MS),
         ("multiplier", 1, JAVA_INT),
     ):
         value = exponential.get(field)
@@ -303,10 +325,7 @@ def check_whatif_delay_levels(path: Path, clusters: set[str]) -> None:
                 f"{key[0]!r} (also row {seen[key]})"
             )
         seen[key] = number
-        try:
-            parse_delay_levels(row["message_delay_level"])
-        except DelayLevelError as error:
-            raise ConfigError(f"{path}, row {number}, message_delay_level: {error}") from None
+        _delay_levels(path, number, row["message_delay_level"])
 
 
 def check_whatif_consumer_groups(

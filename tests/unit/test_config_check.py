@@ -57,6 +57,32 @@ def test_bad_delay_strings_name_file_row_and_token(project: Path, delay_string: 
 
 
 @pytest.mark.parametrize(
+    ("delay_string", "named"),
+    [
+        # 36,525 days is 100 years to the millisecond; a day more is refused
+        ("1s 36526d", "'36526d' at position 2 is 3,155,846,400,000 ms, longer than the 100 years"),
+        ("1s 9223372036854775s", "'9223372036854775s' at position 2"),
+    ],
+)
+def test_a_delay_too_long_to_place_names_file_row_and_token(
+    project: Path, delay_string: str, named: str
+):
+    seed = project / "seeds" / "broker_delay_levels.csv"
+    _replace(seed, "fast-cluster,5s 8s", f"fast-cluster,{delay_string}")
+    with pytest.raises(ConfigError, match=r"broker_delay_levels\.csv, row 3, message_delay_level"):
+        check_configuration(project)
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        check_configuration(project)
+
+
+def test_delays_of_zero_or_less_and_of_100_years_pass(project: Path):
+    # the broker parses `0s` and `-1s` and delivers them at once (spec §2.3); both ends pass
+    seed = project / "seeds" / "broker_delay_levels.csv"
+    _replace(seed, "fast-cluster,5s 8s", "fast-cluster,-1s 0s 36525d")
+    check_configuration(project)
+
+
+@pytest.mark.parametrize(
     ("old", "new", "named"),
     [
         ("payment-ledger,CLUSTERING,ORDERLY", "payment-ledger,CLUSTERING,ORDERED", "'ORDERED'"),
@@ -134,6 +160,33 @@ def test_a_bad_consume_timeout_names_file_row_and_value(project: Path):
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # 100 years: 52,596,000 minutes, 3,155,760,000,000 ms
+        (
+            "remoting-4.9,15,",
+            "remoting-4.9,52596001,",
+            "consume_timeout_minutes: '52596001' is above 52596000",
+        ),
+        (
+            ",1000,1,0,",
+            ",3155760000001,1,0,",
+            "suspend_current_queue_time_millis: '3155760000001' is above 3155760000000",
+        ),
+    ],
+)
+def test_a_wait_longer_than_100_years_names_file_row_and_value(
+    project: Path, old: str, new: str, message: str
+):
+    seed = project / "seeds" / "consumer_groups.csv"
+    _replace(seed, old, new)
+    with pytest.raises(ConfigError, match=re.escape(f"consumer_groups.csv, row 2, {message}")):
+        check_configuration(project)
+    _replace(seed, new, new.replace("0001,", "0000,").replace("6001,", "6000,"))
+    check_configuration(project)
+
+
+@pytest.mark.parametrize(
     ("policy", "message"),
     [
         ("{not json", "is not JSON"),
@@ -157,6 +210,16 @@ def test_a_bad_consume_timeout_names_file_row_and_value(project: Path):
         (
             '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"multiplier":2147483648}}',
             "multiplier is 2147483648",
+        ),
+        # waits longer than 100 years (3,155,760,000,000 ms)
+        (
+            '{"customizedRetryPolicy":{"next":[1000,3155760000001]}}',
+            "next holds 3155760000001, longer than the 100 years",
+        ),
+        (
+            '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"max":3155760000001}}',
+            "exponentialRetryPolicy.max is 3155760000001, not a whole number from 0 to "
+            "3155760000000",
         ),
     ],
 )
@@ -281,11 +344,11 @@ def test_a_row_dbt_would_load_wrongly_is_refused(tmp_path: Path, rows: list[str]
         ("max_reconsume_times", "1_0", "'1_0' is not a whole number"),
         ("max_reconsume_times", "\u0663", "'\u0663' is not a whole number"),
         ("consume_timeout_minutes", "3.0", "'3.0' is not a whole number"),
-        # suspendCurrentQueueTimeMillis is a long
+        # suspendCurrentQueueTimeMillis is a long, here at most 100 years
         (
             "suspend_current_queue_time_millis",
             "9223372036854775808",
-            "is above 9223372036854775807",
+            "is above 3155760000000",
         ),
         # names dbt reads as no value, or that match nothing
         ("consumer_group", "null", "consumer_group: 'null' is read by dbt as no value"),
@@ -314,7 +377,7 @@ def test_values_dbt_and_spark_read_as_meant_pass(tmp_path: Path):
     check_consumer_groups(
         _group_seed(
             tmp_path,
-            "a,CLUSTERING,CONCURRENTLY, 3 ,9223372036854775807,+1,-1,DefaultCluster,"
+            "a,CLUSTERING,CONCURRENTLY, 3 ,3155760000000,+1,-1,DefaultCluster,"
             "remoting-4.9,15,,,,\n",
             'b,,,,,,,,grpc-5,,"{""type"":null}",2147483647,PUSH,TRUE\n',
             "c,CLUSTERING\n",  # a short row: the missing cells are empty, as dbt loads them
