@@ -328,11 +328,12 @@ def check_whatif_delay_levels(path: Path, clusters: set[str]) -> None:
         _delay_levels(path, number, row["message_delay_level"])
 
 
-def check_whatif_consumer_groups(
-    path: Path, client_lines: dict[str, str], default_client_line: str
-) -> None:
+def check_whatif_consumer_groups(path: Path, client_lines: dict[str, str]) -> None:
     """Each row gives one scenario's settings for one group, under the owner's names: the 4.x
-    consumer's maxReconsumeTimes, the 5.x group metadata's retryMaxTimes and retry policy."""
+    consumer's maxReconsumeTimes, the 5.x group metadata's retryMaxTimes and retry policy.
+    ``client_lines`` holds the line of each group consumer_groups.csv lists; a group it does
+    not list takes its line from the data (a group seen only in 5.x spans or consume events is
+    grpc-5), so the what-if build's test `whatif_settings_apply_to_their_groups` checks its row."""
     seen: dict[tuple[str, str], int] = {}
     for number, row in _rows(path, WHATIF_GROUP_COLUMNS):
         key = (_scenario(path, number, row), _name(path, number, row, "consumer_group"))
@@ -346,7 +347,9 @@ def check_whatif_consumer_groups(
         _integer(path, number, row, "retry_max_times", 0)
         _retry_policy(path, number, row.get("group_retry_policy") or "")
         _choice(path, number, row, "replay_model", REPLAY_MODELS)
-        line = client_lines.get(key[1], default_client_line)
+        line = client_lines.get(key[1])
+        if line is None:
+            continue
         grpc = line in ("grpc-5", "cloud-5")
         for column, applies in (
             ("max_reconsume_times", not grpc),
@@ -378,6 +381,9 @@ def check_configuration(project_dir: Path) -> None:
     if (seeds / "whatif_consumer_groups.csv").exists():
         check_whatif_consumer_groups(
             seeds / "whatif_consumer_groups.csv",
-            {row["consumer_group"]: row["client_line"] for row in groups if row["client_line"]},
-            str(consumer_group_defaults(project_dir)["client_line"]),
+            {
+                row["consumer_group"]: row["client_line"]
+                or str(consumer_group_defaults(project_dir)["client_line"])
+                for row in groups
+            },
         )

@@ -274,6 +274,21 @@ def test_the_shipped_whatif_scenarios_pass(tmp_path: Path):
     check_configuration(_whatif_project(tmp_path, "b,*,5s 30s\n", "b,order-service,5,,,\n"))
 
 
+def test_a_whatif_row_for_a_group_the_seed_does_not_list_is_left_to_the_build(tmp_path: Path):
+    # the data gives such a group its line (grpc-5 when seen only in 5.x spans or events), so
+    # either kind of setting passes here and the what-if build's data test judges it
+    project = _whatif_project(tmp_path, "", "b,spans-only,,5,,\nc,spans-only,5,,,\n")
+    check_configuration(project)
+    # a listed group with no client_line has the default line, remoting-4.9
+    _replace(project / "seeds" / "consumer_groups.csv", "remoting-4.9,15,", ",15,")
+    (project / "seeds" / "whatif_consumer_groups.csv").write_text(
+        "scenario,consumer_group,max_reconsume_times,retry_max_times,group_retry_policy,"
+        "replay_model\nb,order-service,,5,,\n"
+    )
+    with pytest.raises(ConfigError, match=re.escape("'order-service' is a remoting-4.9 group")):
+        check_configuration(project)
+
+
 @pytest.mark.parametrize(
     ("delay_rows", "group_rows", "message"),
     [

@@ -1,0 +1,46 @@
+-- A what-if row sets only what its group's client line reads (docs/whatif.md): a remoting
+-- group's maxReconsumeTimes, a gRPC group's retryMaxTimes and retry policy. The seed check
+-- refuses the others for a group consumer_groups.csv lists; a group it does not list takes its
+-- line from the data (a group seen only in 5.x spans or consume events is grpc-5), so its row
+-- is checked here, where the line is known. A setting its group does not read would change
+-- nothing in the replay, silently.
+{{ config(tags=['whatif']) }}
+
+with
+
+scenario_groups as (
+    select * from {{ ref('stg_config__whatif_consumer_groups') }}
+),
+
+groups as (
+    select
+        consumer_group,
+        client_line,
+        {{ is_grpc_client_line('client_line') }} as is_grpc
+    from {{ ref('int_consumer_group_settings') }}
+),
+
+judged as (
+    select
+        scenario_groups.scenario,
+        scenario_groups.consumer_group,
+        groups.client_line,
+        case
+            when groups.is_grpc and scenario_groups.max_reconsume_times is not null
+                then 'max_reconsume_times'
+            when not groups.is_grpc and scenario_groups.retry_max_times is not null
+                then 'retry_max_times'
+            when not groups.is_grpc and scenario_groups.group_retry_policy is not null
+                then 'group_retry_policy'
+        end as setting_not_read
+    from scenario_groups
+    inner join groups
+        on scenario_groups.consumer_group = groups.consumer_group
+),
+
+final as (
+    select * from judged
+    where setting_not_read is not null
+)
+
+select * from final
