@@ -82,13 +82,25 @@
     concat('%RETRY%', {{ consumer_group }}, '_', {{ topic }})
 {%- endmacro %}
 
+{#- Where the topic part of `name` begins when it is a pop retry topic of `consumer_group`:
+    `%RETRY%<group>_<topic>`, or `%RETRY%<group>+<topic>` in the v2 form; else 0. -#}
+{% macro pop_retry_topic_part_at(name, consumer_group) -%}
+    if(
+        startswith({{ name }}, concat('%RETRY%', {{ consumer_group }}, '_'))
+        or startswith({{ name }}, concat('%RETRY%', {{ consumer_group }}, '+')),
+        length({{ consumer_group }}) + 9,
+        0
+    )
+{%- endmacro %}
+
 {#- The topic a pop retry topic of `consumer_group` retries (KeyBuilder.parseNormalTopic): T of
-    `%RETRY%<group>_T`, or of `%RETRY%<group>+T` (the v2 form); any other name as it is. -#}
+    `%RETRY%<group>_T` or `%RETRY%<group>+T`; any other name as it is. -#}
 {% macro topic_of_pop_retry_topic(retry_topic, consumer_group) -%}
     case
-        when startswith({{ retry_topic }}, concat('%RETRY%', {{ consumer_group }}, '_'))
-            or startswith({{ retry_topic }}, concat('%RETRY%', {{ consumer_group }}, '+'))
-            then substring({{ retry_topic }}, length({{ consumer_group }}) + 9)
+        when {{ pop_retry_topic_part_at(retry_topic, consumer_group) }} > 0
+            then substring(
+                {{ retry_topic }}, {{ pop_retry_topic_part_at(retry_topic, consumer_group) }}
+            )
         else {{ retry_topic }}
     end
 {%- endmacro %}

@@ -52,17 +52,14 @@
     loses the namespace of its topic part too: `%RETRY%ns%G_ns%T` is `%RETRY%G_T`, the name
     `pop_retry_topic` gives the trace's group and topic (KeyBuilder.buildPopRetryTopic). -#}
 {% macro trace_side_topic(topic, broker_group) -%}
+    {%- set topic_part_at = pop_retry_topic_part_at(topic, broker_group) -%}
     case
-        when {{ namespace_of(broker_group) }} is not null
-            and (
-                startswith({{ topic }}, concat('%RETRY%', {{ broker_group }}, '_'))
-                or startswith({{ topic }}, concat('%RETRY%', {{ broker_group }}, '+'))
-            )
+        when {{ namespace_of(broker_group) }} is not null and {{ topic_part_at }} > 0
             then concat(
                 '%RETRY%',
                 {{ without_namespace(broker_group) }},
-                substring({{ topic }}, length({{ broker_group }}) + 8, 1),
-                {{ without_namespace('substring(' ~ topic ~ ', length(' ~ broker_group ~ ') + 9)') }}
+                substring({{ topic }}, {{ topic_part_at }} - 1, 1),
+                {{ without_namespace('substring(' ~ topic ~ ', ' ~ topic_part_at ~ ')') }}
             )
         else {{ without_namespace(topic) }}
     end
