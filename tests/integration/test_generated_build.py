@@ -361,12 +361,17 @@ def test_every_exported_dead_letter_copy_is_staged_once(spark, generated):
 def test_dead_letters_of_a_namespaced_group_meet_its_trace(spark, generated):
     """A group in a namespace: its dead letters, seen under `ns%G` in the dlq/ export (4.x) and
     in the broker's DLQ log (5.x), meet the trace's records of G as BOTH, and the work list
-    names the topic where the broker keeps them (spec §7)."""
+    names the topic where the broker keeps them (spec §7). A 5.x line's originalTopic, half of
+    them the pop retry topic `%RETRY%ns%G_ns%T` (§8.3), is named as the trace names it, and the
+    entry's topic is T."""
     entries = rows(
         spark,
         "retrylake.dlq_messages",
-        ["consumer_group", "namespace", "dlq_topic", "evidence", "observed_in"],
-    )
+        [
+            "consumer_group", "namespace", "dlq_topic", "evidence", "observed_in", "topic",
+            "observed_retry_topic",
+        ],
+    )  # fmt: skip
     namespaced = {"inventory-sync": "DLQ_EXPORT", "notify-exp": "BROKER_LOG"}
     for group, observed_in in namespaced.items():
         mine = [entry for entry in entries if entry["consumer_group"] == group]
@@ -374,6 +379,18 @@ def test_dead_letters_of_a_namespaced_group_meet_its_trace(spark, generated):
         assert {entry["dlq_topic"] for entry in mine} == {f"%DLQ%MQ_INST_1_demo%{group}"}
         both = [entry for entry in mine if entry["evidence"] == "BOTH"]
         assert both and {entry["observed_in"] for entry in both} == {observed_in}, group
+    logged = [
+        entry for entry in entries
+        if entry["consumer_group"] == "notify-exp" and entry["observed_in"] == "BROKER_LOG"
+    ]  # fmt: skip
+    assert {entry["topic"] for entry in logged} == {"NotifyTopic"}
+    assert {entry["observed_retry_topic"] for entry in logged} == {
+        "NotifyTopic", "%RETRY%notify-exp_NotifyTopic",
+    }  # fmt: skip
+    # and without a namespace: every 5.x entry seen only in the log is listed under its topic
+    assert not any(
+        entry["topic"].startswith("%RETRY%") for entry in entries if entry["topic"] is not None
+    )
     others = [entry for entry in entries if entry["consumer_group"] not in namespaced]
     assert others and all(entry["namespace"] is None for entry in others)
     assert not any(entry["consumer_group"].startswith("MQ_INST_1_demo") for entry in entries)
