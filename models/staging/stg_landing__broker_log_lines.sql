@@ -32,6 +32,7 @@ classified as (
         source_file,
         line_number,
         line_text,
+        line_read_error,
         case
             when instr(line_text, 'failed to send msg to DLQ') > 0 then 'FAILED_DLQ_SEND'
             when instr(line_text, 'send msg to DLQ') > 0 then 'DLQ'
@@ -45,8 +46,7 @@ checked as (
         *,
         case
             when line_kind <> 'DLQ' then null
-            when {{ unreadable_line_error('line_text') }} is not null
-                then {{ unreadable_line_error('line_text') }}
+            when line_read_error is not null then line_read_error
             when not line_text rlike '{{ dlq_line }}'
                 then 'DLQ log line not in the form of RocketMQ 5.x'
             when not startswith(regexp_extract(line_text, '{{ dlq_line }}', 1), '%DLQ%')

@@ -27,6 +27,7 @@ parsed as (
         source_file,
         line_number,
         line_text,
+        line_read_error,
         from_json(
             line_text,
             'ts_start string, ts_end string, consumer_group string, topic string, msg_id string,'
@@ -45,8 +46,7 @@ checked as (
         parsed.line_text,
         parsed.event,
         case
-            when {{ unreadable_line_error('parsed.line_text') }} is not null
-                then {{ unreadable_line_error('parsed.line_text') }}
+            when parsed.line_read_error is not null then parsed.line_read_error
             when parsed.event is null or event.`_corrupt_record` is not null then 'not a valid JSON object'
             when coalesce(event.consumer_group, '') = '' then 'missing consumer_group'
             when coalesce(event.msg_id, '') = '' then 'missing msg_id'

@@ -28,6 +28,7 @@ parsed as (
         source_file,
         line_number,
         line_text,
+        line_read_error,
         from_json(
             line_text,
             'msgId string, offsetMsgId string, topic string, queueId string, reconsumeTimes string,'
@@ -45,8 +46,7 @@ checked as (
         parsed.line_text,
         parsed.dlq_message,
         case
-            when {{ unreadable_line_error('parsed.line_text') }} is not null
-                then {{ unreadable_line_error('parsed.line_text') }}
+            when parsed.line_read_error is not null then parsed.line_read_error
             when parsed.dlq_message is null or dlq_message.`_corrupt_record` is not null
                 then 'not a valid JSON object'
             when coalesce(dlq_message.`msgId`, '') = '' then 'missing msgId'

@@ -25,6 +25,7 @@ parsed as (
         source_file,
         line_number,
         line_text,
+        line_read_error,
         from_json(
             line_text,
             '{{ otlp_line_schema() | replace("\n", " ") }}',
@@ -39,6 +40,7 @@ unwrapped as (
         parsed.source_file,
         parsed.line_number,
         parsed.line_text,
+        parsed.line_read_error,
         parsed.otlp,
         coalesce(
             otlp.resourcespans,
@@ -58,8 +60,7 @@ checked as (
         unwrapped.line_text,
         unwrapped.resource_spans,
         case
-            when {{ unreadable_line_error('unwrapped.line_text') }} is not null
-                then {{ unreadable_line_error('unwrapped.line_text') }}
+            when unwrapped.line_read_error is not null then unwrapped.line_read_error
             when unwrapped.otlp is null or otlp.`_corrupt_record` is not null then 'not a valid JSON object'
             when unwrapped.resource_spans is null
                 then 'not OTLP/JSON traces: neither resourceSpans nor a bare ResourceSpans'

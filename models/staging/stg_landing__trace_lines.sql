@@ -26,6 +26,7 @@ parsed as (
         source_file,
         line_number,
         line_text,
+        line_read_error,
         from_json(
             line_text,
             'msgId string, storeTimestamp string, storeHost string, keys string,'
@@ -40,6 +41,7 @@ decoded as (
         parsed.source_file,
         parsed.line_number,
         parsed.line_text,
+        parsed.line_read_error,
         parsed.trace_message,
         try_to_binary(trace_message.`bodyBase64`, 'base64') as body_bytes
     from parsed
@@ -56,8 +58,7 @@ checked as (
         trace_message.`keys` as trace_keys,
         coalesce(trace_message.`body`, cast(decoded.body_bytes as string)) as body,
         case
-            when {{ unreadable_line_error('decoded.line_text') }} is not null
-                then {{ unreadable_line_error('decoded.line_text') }}
+            when decoded.line_read_error is not null then decoded.line_read_error
             when decoded.trace_message is null or trace_message.`_corrupt_record` is not null
                 then 'not a valid JSON object'
             when trace_message.`msgId` is null or trace_message.`msgId` = '' then 'missing msgId'

@@ -243,6 +243,17 @@ def bad_landing(spark, lakehouse: Lakehouse, bad_landing_folder: Path):
     lines = good[:3] + bad + good[3:]
     (trace / "mixed.jsonl").write_text("\n".join(lines) + "\n")
     (trace / "invalid-bytes.jsonl").write_bytes(b'{"msgId": "\xff\xfe", "storeTimestamp": 1}\n')
+    # U+FFFD written as a character (EF BF BD) in a file of valid UTF-8: text, not bad bytes
+    (trace / "replacement-char.jsonl").write_text(
+        _line(
+            20,
+            _before(T0 + 500, "R20", "M9", 0, keys="caf\ufffd")
+            + _after(T0 + 520, "R20", "M9", True),
+            T0 + 40_040,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     (trace / "out-of-range.jsonl").write_text("\n".join(OUT_OF_RANGE_TRACE) + "\n")
     for feed, name, line in (
         ("otel", "spans.jsonl", OTEL_SPAN_AFTER_LONG),
@@ -316,8 +327,8 @@ def test_every_line_is_accounted_for(spark, bad_landing):
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__trace_lines where line_number > 0"
     ).first()
-    # + the invalid-bytes line and the out-of-range file
-    assert staged.parsed + staged.bad == len(bad_landing) + 1 + len(OUT_OF_RANGE_TRACE)
+    # + the invalid-bytes line, the U+FFFD line and the out-of-range file
+    assert staged.parsed + staged.bad == len(bad_landing) + 2 + len(OUT_OF_RANGE_TRACE)
     dlq = spark.sql(
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__dlq_lines where line_number > 0"
@@ -377,6 +388,7 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
         "M6": ("CONSUMED", 1),
         "M7": ("CONSUMED", 1),  # both SubAfters of the CLOUD client's batch are read
         "M8": ("CONSUMED", 1),
+        "M9": ("CONSUMED", 1),  # a U+FFFD in a valid file is a character of its KEYS
     }
     decisions = rows(
         spark,
@@ -399,6 +411,8 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
     ]
     keys = spark.sql("select length(keys) from consume_attempts where msg_id = 'M6'").first()[0]
     assert keys == 10_000_000
+    keys = spark.sql("select keys from consume_attempts where msg_id = 'M9'").first()[0]
+    assert keys == "caf\ufffd"
 
 
 def _fingerprint(root: Path) -> dict[str, tuple[int, str]]:
