@@ -16,6 +16,9 @@ per_group as (
     select
         consumer_group,
         min(dlq_topic) as dlq_topic,
+        -- more than one: instances in several namespaces share the group's name (spec §7), and
+        -- the trace, which names groups without theirs, cannot tell their deliveries apart
+        count(distinct dlq_topic) as dlq_topic_count,
         count(*) as dead_letters,
         count_if(evidence in ('PREDICTED', 'BOTH')) as predicted,
         count_if(evidence in ('OBSERVED', 'BOTH')) as observed,
@@ -37,6 +40,7 @@ final as (
     select
         per_group.consumer_group,
         per_group.dlq_topic,
+        per_group.dlq_topic_count,
         per_group.dead_letters,
         per_group.predicted,
         per_group.observed,
