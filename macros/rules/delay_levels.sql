@@ -2,8 +2,9 @@
     message_delay_level), parsed exactly as ScheduleMessageService.parseDelayLevel does (spec
     §2.3) by the session's Python UDF parse_delay_levels: one row per level with its token,
     delay, schedule queue and whether it is the row's highest level (the clamp's top). A token
-    of zero or less (`0s`, `-1s`: parsed without error) is delivered at once: its deliver time is
-    never ahead of now (correctDeliverTimestamp, §2.3), so its delay is 0. The one
+    of zero or less (`0s`, `-1s`: parsed without error) is delivered at once: its deliver time,
+    the store time plus the delay (computeDeliverTimestamp, §2.3), is already due when the
+    schedule's timer looks, so its delay is 0. The one
     place a delay string becomes levels: the broker clusters' table and a what-if scenario's
     ladders both come through it. A view cannot call the UDF, so callers are tables. -#}
 {% macro delay_level_rows(relation, key_columns) -%}

@@ -203,7 +203,7 @@ select
                 'broker_delay_levels.csv: cluster ' || broker_cluster || ' has a bad delay token '
                 || coalesce('''' || token || '''', 'null')
             )
-        -- a token of zero or less is delivered at once (correctDeliverTimestamp, §2.3)
+        -- a token of zero or less is due at once: store time + delay has come (spec §2.3)
         else greatest(amount * unit_ms, 0)
     end as delay_ms,
     level - 1 as schedule_queue_id,

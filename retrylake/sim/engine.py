@@ -761,9 +761,10 @@ class Engine:
         self.consumer_clients = [f"consumer:{group.name}" for group in groups]
         self.consume_timeouts_ms = [group.consume_timeout_ms for group in groups]
         self.traffic = traffic
+        # a level of zero or less is due at once: its deliver time has come (spec §2.3)
         self.tables = {
             group.name: [
-                ms
+                max(ms, 0)
                 for _, _, ms in parse_delay_levels(
                     delay_levels.get(group.broker_cluster, delay_levels["*"])
                 )
@@ -771,7 +772,7 @@ class Engine:
             for group in groups
         }
         # the topics' broker: delayed publications wait by its table
-        self.topic_table = [ms for _, _, ms in parse_delay_levels(delay_levels["*"])]
+        self.topic_table = [max(ms, 0) for _, _, ms in parse_delay_levels(delay_levels["*"])]
         self.start_ms = start_ms
         self.end_ms = end_ms
         # the dlq/ export holds the copies stored up to this time, of the exported groups

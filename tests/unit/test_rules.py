@@ -107,7 +107,7 @@ def test_a_short_cluster_table_clamps_to_its_last_level():
 
 
 def test_a_level_of_zero_or_less_redelivers_at_once():
-    # "-1s 0s": parsed without error; correctDeliverTimestamp never holds a past time (§2.3)
+    # "-1s 0s": parsed without error; store time + delay is already due, the timer sends it (§2.3)
     assert decide(_group(), 0, FAILED_AT, [-1_000, 0]) == Decision("RETRY", 2, 0, FAILED_AT)
     group = _group(delay_level_when_next_consume=1)
     assert decide(group, 0, FAILED_AT, [-1_000, 0]) == Decision("RETRY", 1, 0, FAILED_AT)
