@@ -17,7 +17,8 @@ named as (
         {{ namespace_of('dlq_topic') }} as `namespace`,
         dlq_topic,
         msg_id,
-        {{ trace_side_topic('original_topic', 'consumer_group') }} as original_topic,
+        -- the line's names as logged, not the unwrapped group named above
+        {{ trace_side_topic('lines.original_topic', 'lines.consumer_group') }} as original_topic,
         stored_at,
         load_id,
         source_file,
