@@ -379,11 +379,8 @@ def check_configuration(project_dir: Path) -> None:
     if (seeds / "whatif_delay_levels.csv").exists():
         check_whatif_delay_levels(seeds / "whatif_delay_levels.csv", clusters)
     if (seeds / "whatif_consumer_groups.csv").exists():
+        default_line = str(consumer_group_defaults(project_dir)["client_line"])
         check_whatif_consumer_groups(
             seeds / "whatif_consumer_groups.csv",
-            {
-                row["consumer_group"]: row["client_line"]
-                or str(consumer_group_defaults(project_dir)["client_line"])
-                for row in groups
-            },
+            {row["consumer_group"]: row["client_line"] or default_line for row in groups},
         )
