@@ -369,7 +369,7 @@ def test_dead_letters_of_a_namespaced_group_meet_its_trace(spark, generated):
         "retrylake.dlq_messages",
         [
             "consumer_group", "namespace", "dlq_topic", "evidence", "observed_in", "topic",
-            "observed_retry_topic",
+            "observed_retry_topic", "reconciliation_reason",
         ],
     )  # fmt: skip
     namespaced = {"inventory-sync": "DLQ_EXPORT", "notify-exp": "BROKER_LOG"}
@@ -391,6 +391,16 @@ def test_dead_letters_of_a_namespaced_group_meet_its_trace(spark, generated):
     assert not any(
         entry["topic"].startswith("%RETRY%") for entry in entries if entry["topic"] is not None
     )
+    # the topic a group's pop retry topic retries is the part after `%RETRY%<group>_`
+    # (KeyBuilder.parseNormalTopic), also for a dead letter no delivery of which landed
+    popped = [
+        (entry, f"%RETRY%{entry['consumer_group']}_")
+        for entry in entries
+        if (entry["observed_retry_topic"] or "").startswith(f"%RETRY%{entry['consumer_group']}_")
+    ]
+    for entry, prefix in popped:
+        assert entry["topic"] == entry["observed_retry_topic"][len(prefix) :], entry
+    assert any(entry["reconciliation_reason"] == "NOT_IN_TRACE" for entry, _ in popped)
     others = [entry for entry in entries if entry["consumer_group"] not in namespaced]
     assert others and all(entry["namespace"] is None for entry in others)
     assert not any(entry["consumer_group"].startswith("MQ_INST_1_demo") for entry in entries)
