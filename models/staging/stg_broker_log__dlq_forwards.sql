@@ -13,16 +13,16 @@ lines as (
 
 named as (
     select
-        {{ without_namespace('consumer_group') }} as consumer_group,
-        {{ namespace_of('dlq_topic') }} as `namespace`,
-        dlq_topic,
-        msg_id,
+        {{ without_namespace('lines.consumer_group') }} as consumer_group,
+        {{ namespace_of('lines.dlq_topic') }} as `namespace`,
+        lines.dlq_topic,
+        lines.msg_id,
         -- the line's names as logged, not the unwrapped group named above
         {{ trace_side_topic('lines.original_topic', 'lines.consumer_group') }} as original_topic,
-        stored_at,
-        load_id,
-        source_file,
-        line_number
+        lines.stored_at,
+        lines.load_id,
+        lines.source_file,
+        lines.line_number
     from lines
 ),
 
