@@ -123,10 +123,11 @@ from retrylake.sim.rules import (
     Group,
     broker_name,
     decide,
+    delay_table,
     dlq_copy_reconsume_times,
     is_4x_broker,
 )
-from spark_udfs import DEFAULT_DELAY_LEVELS, parse_delay_levels
+from spark_udfs import DEFAULT_DELAY_LEVELS
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
@@ -761,18 +762,12 @@ class Engine:
         self.consumer_clients = [f"consumer:{group.name}" for group in groups]
         self.consume_timeouts_ms = [group.consume_timeout_ms for group in groups]
         self.traffic = traffic
-        # a level of zero or less is due at once: its deliver time has come (spec §2.3)
         self.tables = {
-            group.name: [
-                max(ms, 0)
-                for _, _, ms in parse_delay_levels(
-                    delay_levels.get(group.broker_cluster, delay_levels["*"])
-                )
-            ]
+            group.name: delay_table(delay_levels.get(group.broker_cluster, delay_levels["*"]))
             for group in groups
         }
         # the topics' broker: delayed publications wait by its table
-        self.topic_table = [max(ms, 0) for _, _, ms in parse_delay_levels(delay_levels["*"])]
+        self.topic_table = delay_table(delay_levels["*"])
         self.start_ms = start_ms
         self.end_ms = end_ms
         # the dlq/ export holds the copies stored up to this time, of the exported groups

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from retrylake.config_check import GROUP_COLUMNS
 from retrylake.project import consumer_group_defaults, default_broker_version
+from spark_udfs import parse_delay_levels
 
 CONSUME_TIMEOUT_MS = 15 * 60 * 1000  # DefaultMQPushConsumer.consumeTimeout, 15 minutes (§3.1)
 
@@ -135,6 +136,13 @@ def is_4x_broker(broker_version: str) -> bool:
     return int(broker_version.split(".")[0]) < 5
 
 
+def delay_table(message_delay_level: str) -> list[int]:
+    """The delay of each level of a broker's ``messageDelayLevel``, in ms, as the schedule waits
+    it: a level of zero or less is due at once, its deliver time (store time + delay) having
+    come (spec §2.3)."""
+    return [max(ms, 0) for _, _, ms in parse_delay_levels(message_delay_level)]
+
+
 def decide(
     group: Group,
     reconsume_times: int,
@@ -143,15 +151,15 @@ def decide(
     broker_version: str = DEFAULT_BROKER_VERSION,
 ) -> Decision:
     """What the client and broker do with one failed delivery; ``table`` is the delay of each
-    level of the group's broker cluster, in ms, and ``broker_version`` that cluster's version.
-    A level of zero or less is due at once: its deliver time is already past (spec §2.3)."""
+    level of the group's broker cluster, in ms (`delay_table`), and ``broker_version`` that
+    cluster's version."""
     r = reconsume_times
     if group.consume_mode == "ORDERLY":
         limit = None if group.max_reconsume_times == -1 else group.max_reconsume_times
         if limit is not None and r >= limit:
             if is_4x_broker(broker_version):  # a 4.x broker keeps DELAY=3+r on the DLQ copy
                 level = min(3 + r, len(table))
-                delay = max(table[level - 1], 0)
+                delay = table[level - 1]
                 return Decision("DLQ", level, delay, entered_dlq_ms=failed_at_ms + delay)
             return Decision("DLQ", entered_dlq_ms=failed_at_ms)
         suspend = min(max(group.suspend_ms, 10), 30_000)
@@ -163,7 +171,7 @@ def decide(
     if r >= limit or level_asked < 0:
         return Decision("DLQ", entered_dlq_ms=failed_at_ms)
     level = min(level_asked if level_asked > 0 else 3 + r, len(table))
-    delay = max(table[level - 1], 0)
+    delay = table[level - 1]
     return Decision("RETRY", level, delay, failed_at_ms + delay)
 
 

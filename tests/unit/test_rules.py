@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrylake.sim.rules import Decision, Group, decide, dlq_copy_reconsume_times
+from retrylake.sim.rules import Decision, Group, decide, delay_table, dlq_copy_reconsume_times
 
 FAILED_AT = 1_772_323_200_000
 # "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", in ms
@@ -108,9 +108,11 @@ def test_a_short_cluster_table_clamps_to_its_last_level():
 
 def test_a_level_of_zero_or_less_redelivers_at_once():
     # "-1s 0s": parsed without error; store time + delay is already due, the timer sends it (§2.3)
-    assert decide(_group(), 0, FAILED_AT, [-1_000, 0]) == Decision("RETRY", 2, 0, FAILED_AT)
+    assert decide(_group(), 0, FAILED_AT, delay_table("-1s 0s")) == Decision(
+        "RETRY", 2, 0, FAILED_AT
+    )
     group = _group(delay_level_when_next_consume=1)
-    assert decide(group, 0, FAILED_AT, [-1_000, 0]) == Decision("RETRY", 1, 0, FAILED_AT)
+    assert decide(group, 0, FAILED_AT, delay_table("-1s 0s")) == Decision("RETRY", 1, 0, FAILED_AT)
 
 
 def test_max_0_and_a_listener_asking_for_the_dlq_dead_letter_at_once():
