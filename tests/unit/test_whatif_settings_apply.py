@@ -1,7 +1,8 @@
 """The what-if build's data test `whatif_settings_apply_to_their_groups` (tests/dbt), rendered
 from its file with its refs pointing at rows written here: a scenario row that sets what its
 group's client line does not read is returned, whatever line the group got (the seed's, or
-grpc-5 for a group seen only in 5.x inputs); the settings a line reads pass."""
+grpc-5 for a group seen only in 5.x inputs), and so is a row for a group that neither the seed
+nor the data names; the settings a line reads pass."""
 
 import pytest
 from jinja2 import Environment
@@ -62,4 +63,5 @@ def test_a_setting_the_groups_line_does_not_read_is_returned(spark) -> None:
         ("remoting-policy", "remoting-4.9", "group_retry_policy"),
         ("spans-only", "grpc-5", "max_reconsume_times"),
         ("cloud", "cloud-5", "max_reconsume_times"),
+        ("unseen", None, "every setting: no seed row and no data name this group"),
     }
