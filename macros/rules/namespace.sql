@@ -6,45 +6,30 @@
     macros follow NamespaceUtil: the %RETRY% or %DLQ% prefix is set aside, and the namespace is
     what comes before the first `%` after it, when something does (a leading `%` names none). -#}
 
+{#- Each macro names its argument once (a regular expression, anchored at the start), so that
+    macros given each other's output stay as short as their input, not a copy per use. -#}
+
 {#- The name without its %RETRY% or %DLQ% prefix (NamespaceUtil.withOutRetryAndDLQ). -#}
 {% macro without_retry_and_dlq_prefix(resource) -%}
-    case
-        when startswith({{ resource }}, '%RETRY%') then substring({{ resource }}, 8)
-        when startswith({{ resource }}, '%DLQ%') then substring({{ resource }}, 6)
-        else {{ resource }}
-    end
+    regexp_replace({{ resource }}, '^(%RETRY%|%DLQ%)', '')
 {%- endmacro %}
 
 {#- The %RETRY% or %DLQ% prefix of a name, else ''. -#}
 {% macro retry_and_dlq_prefix(resource) -%}
-    substring(
-        {{ resource }}, 1, length({{ resource }}) - length({{ without_retry_and_dlq_prefix(resource) }})
-    )
+    regexp_extract({{ resource }}, '^(%RETRY%|%DLQ%|)', 1)
 {%- endmacro %}
 
 {#- The namespace a broker-side name carries, else null (NamespaceUtil.getNamespaceFromResource,
-    which gives '' for none). -#}
+    which gives '' for none): what comes before the first `%` after the prefix, when something
+    does. -#}
 {% macro namespace_of(resource) -%}
-    case
-        when instr({{ without_retry_and_dlq_prefix(resource) }}, '%') > 1
-            then substring_index({{ without_retry_and_dlq_prefix(resource) }}, '%', 1)
-    end
+    nullif(regexp_extract({{ resource }}, '^(%RETRY%|%DLQ%|)([^%]+)%', 2), '')
 {%- endmacro %}
 
 {#- A broker-side name as the trace writes it: `ns%G` is G, `%DLQ%ns%G` is `%DLQ%G`
     (NamespaceUtil.withoutNamespace). -#}
 {% macro without_namespace(resource) -%}
-    case
-        when instr({{ without_retry_and_dlq_prefix(resource) }}, '%') > 1
-            then concat(
-                {{ retry_and_dlq_prefix(resource) }},
-                substring(
-                    {{ without_retry_and_dlq_prefix(resource) }},
-                    instr({{ without_retry_and_dlq_prefix(resource) }}, '%') + 1
-                )
-            )
-        else {{ resource }}
-    end
+    regexp_replace({{ resource }}, '^(%RETRY%|%DLQ%|)[^%]+%', '$1')
 {%- endmacro %}
 
 {#- A topic a DLQ copy or DLQ log line names (RETRY_TOPIC, originalTopic) as the trace would:
