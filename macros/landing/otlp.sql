@@ -57,15 +57,25 @@
     )
 {%- endmacro %}
 
+{#- An OTLP attribute list as (key, text) pairs, for `otlp_attribute` to look up: each value's
+    text is made once, not once per field of it per lookup. -#}
+{% macro otlp_attribute_texts(attributes) -%}
+    transform(
+        {{ attributes }},
+        attribute -> named_struct(
+            'key', attribute.key, 'text', {{ otlp_value_text('attribute.value') }}
+        )
+    )
+{%- endmacro %}
+
 {#- The text of the first of `keys` (names in order of preference: a renamed attribute's new
-    name first) present in `attributes`, an OTLP attribute list. A list lookup rather than a map,
-    so a repeated key cannot fail the build. -#}
-{% macro otlp_attribute(attributes, keys) -%}
+    name first) present in `attribute_texts` (`otlp_attribute_texts` of an attribute list). A
+    list lookup rather than a map, so a repeated key cannot fail the build. -#}
+{% macro otlp_attribute(attribute_texts, keys) -%}
     coalesce(
     {%- for key in keys %}
-        {{ otlp_value_text(
-            "try_element_at(filter(" ~ attributes ~ ", attribute -> attribute.key = '" ~ key ~ "'), 1).value"
-        ) }}{{ "," if not loop.last }}
+        {{ "try_element_at(filter(%s, attribute -> attribute.key = '%s'), 1).text"
+            % (attribute_texts, key) }}{{ "," if not loop.last }}
     {%- endfor %}
     )
 {%- endmacro %}

@@ -29,7 +29,7 @@ resources as (
         new_lines.load_id,
         new_lines.source_file,
         new_lines.line_number,
-        resource_batch.resource.attributes as resource_attributes,
+        {{ otlp_attribute_texts('resource_batch.resource.attributes') }} as resource_attribute_texts,
         resource_batch.scopespans as scope_spans
     from new_lines
         lateral view explode(new_lines.resource_spans) exploded_resources as resource_batch
@@ -40,7 +40,7 @@ scopes as (
         resources.load_id,
         resources.source_file,
         resources.line_number,
-        resources.resource_attributes,
+        resources.resource_attribute_texts,
         scope_batch.scope.name as scope_name,
         scope_batch.spans as scope_span_list
     from resources
@@ -52,9 +52,13 @@ spans as (
         scopes.load_id,
         scopes.source_file,
         scopes.line_number,
-        scopes.resource_attributes,
+        scopes.resource_attribute_texts,
         scopes.scope_name,
-        exploded_spans.span
+        exploded_spans.span,
+        {{ otlp_attribute_texts('exploded_spans.span.attributes') }} as span_attribute_texts,
+        {{ otlp_attribute_texts(
+            "try_element_at(filter(exploded_spans.span.events, span_event -> span_event.name = 'exception'), 1).attributes"
+        ) }} as exception_attribute_texts
     from scopes
         lateral view explode(scopes.scope_span_list) exploded_spans as span
 ),
@@ -74,34 +78,31 @@ named as (
         spans.span.endtimeunixnano as end_nanos,
         coalesce(spans.span.status.code in ('2', 'STATUS_CODE_ERROR'), false) as is_error,
         exists(spans.span.events, span_event -> span_event.name = 'exception') as has_exception,
+        {{ otlp_attribute('spans.exception_attribute_texts', ['exception.type']) }} as exception_type,
+        {{ otlp_attribute('spans.span_attribute_texts', ['messaging.system']) }} as messaging_system,
         {{ otlp_attribute(
-            "try_element_at(filter(spans.span.events, span_event -> span_event.name = 'exception'), 1).attributes",
-            ['exception.type']
-        ) }} as exception_type,
-        {{ otlp_attribute('span.attributes', ['messaging.system']) }} as messaging_system,
-        {{ otlp_attribute(
-            'span.attributes',
+            'spans.span_attribute_texts',
             ['messaging.operation.type', 'messaging.operation.name', 'messaging.operation']
         ) }} as operation,
         {{ otlp_attribute(
-            'span.attributes',
+            'spans.span_attribute_texts',
             ['messaging.consumer.group.name', 'messaging.rocketmq.client_group']
         ) }} as consumer_group,
         {{ otlp_attribute(
-            'span.attributes', ['messaging.destination.name', 'messaging.destination']
+            'spans.span_attribute_texts', ['messaging.destination.name', 'messaging.destination']
         ) }} as topic,
         {{ otlp_attribute(
-            'span.attributes', ['messaging.message.id', 'messaging.message_id']
+            'spans.span_attribute_texts', ['messaging.message.id', 'messaging.message_id']
         ) }} as msg_id,
-        {{ otlp_attribute('span.attributes', var('delivery_attempt_attributes')) }}
+        {{ otlp_attribute('spans.span_attribute_texts', var('delivery_attempt_attributes')) }}
             as delivery_attempt_text,
-        {{ otlp_attribute('span.attributes', ['error.type']) }} as error_type,
-        {{ otlp_attribute('span.attributes', ['messaging.rocketmq.message.keys']) }} as `keys`,
-        {{ otlp_attribute('span.attributes', ['messaging.rocketmq.message.tag']) }} as tags,
-        {{ otlp_attribute('span.attributes', ['messaging.rocketmq.message.group']) }}
+        {{ otlp_attribute('spans.span_attribute_texts', ['error.type']) }} as error_type,
+        {{ otlp_attribute('spans.span_attribute_texts', ['messaging.rocketmq.message.keys']) }} as `keys`,
+        {{ otlp_attribute('spans.span_attribute_texts', ['messaging.rocketmq.message.tag']) }} as tags,
+        {{ otlp_attribute('spans.span_attribute_texts', ['messaging.rocketmq.message.group']) }}
             as message_group,
         {{ otlp_attribute(
-            'resource_attributes', ['service.instance.id', 'host.name', 'service.name']
+            'spans.resource_attribute_texts', ['service.instance.id', 'host.name', 'service.name']
         ) }} as consumer_instance
     from spans
 ),
