@@ -11,43 +11,31 @@ lines as (
     where line_kind = 'DLQ' and line_error is null
 ),
 
-named as (
-    select
-        {{ without_namespace('lines.consumer_group') }} as consumer_group,
-        {{ namespace_of('lines.dlq_topic') }} as `namespace`,
-        lines.dlq_topic,
-        lines.msg_id,
-        -- the line's names as logged, not the unwrapped group named above
-        {{ trace_side_topic('lines.original_topic', 'lines.consumer_group') }} as original_topic,
-        lines.stored_at,
-        lines.load_id,
-        lines.source_file,
-        lines.line_number
-    from lines
-),
-
+-- A line landed again is known by the consumerId as logged, as landing_ignored counts it: two
+-- instances' groups that share a name outside their namespaces are two forwards.
 ranked as (
     select
         *,
         row_number() over (
             partition by consumer_group, msg_id, stored_at order by load_id, source_file, line_number
         ) as copy_number
-    from named
+    from lines
 ),
 
 final as (
     select
-        consumer_group,
-        `namespace`,
-        dlq_topic,
-        msg_id,
-        original_topic,
-        stored_at,
-        load_id,
-        source_file,
-        line_number
+        {{ without_namespace('ranked.consumer_group') }} as consumer_group,
+        {{ namespace_of('ranked.dlq_topic') }} as `namespace`,
+        ranked.dlq_topic,
+        ranked.msg_id,
+        -- the line's names as logged, not the unwrapped group named above
+        {{ trace_side_topic('ranked.original_topic', 'ranked.consumer_group') }} as original_topic,
+        ranked.stored_at,
+        ranked.load_id,
+        ranked.source_file,
+        ranked.line_number
     from ranked
-    where copy_number = 1
+    where ranked.copy_number = 1
 )
 
 select * from final
