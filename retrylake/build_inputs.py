@@ -194,3 +194,72 @@ class UnitTestsPassed:
 
     def record(self, code: str) -> None:
         self.path.write_text(json.dumps({"code": code}) + "\n")
+
+
+# What the ledger's past judgements depend on besides the landing: the configuration seeds and
+# the rules' code (the what-if's own models and seeds judge nothing in the ledger).
+LEDGER_SEEDS = ("seeds/broker_delay_levels.csv", "seeds/consumer_groups.csv")
+RULES_CODE = ("dbt_project.yml", "models", "macros")
+RULES = "the rules (retrylake's models, macros or UDFs)"
+
+
+def judgement_inputs(project_dir: Path) -> dict[str, str]:
+    """A digest of each ledger seed, by its path in the project, and one of the rules' code."""
+    inputs = {}
+    for name in LEDGER_SEEDS:
+        path = project_dir / name
+        inputs[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    digest = hashlib.sha256()
+    for name in RULES_CODE:
+        paths = _files(project_dir / name)
+        paths = [path for path in paths if "whatif" not in path.relative_to(project_dir).parts]
+        _hash_contents(digest, project_dir, paths)
+    code_root = Path(retrylake.__file__).resolve().parents[1]
+    udfs = [path for path in _files(code_root / "spark_udfs") if path.suffix in (".py", ".sql")]
+    _hash_contents(digest, code_root, udfs)
+    inputs[RULES] = digest.hexdigest()
+    return inputs
+
+
+class JudgedWith:
+    """The seeds and rules the lakehouse's history was last built in full with, kept in the
+    lakehouse. An incremental build judges only the lifecycles its new data touches, so after a
+    change to either the marts mix old and new judgements (docs/incremental.md) until a
+    `--full-refresh`; `changed` names what differs, for the build to say so every time.
+
+    The first build of a lakehouse is a full one. A lakehouse built before this record existed
+    gets it at its next build, taken as the configuration it was judged with."""
+
+    def __init__(self, lakehouse: Lakehouse) -> None:
+        self.path = lakehouse.root / "judged-with.json"
+
+    def _recorded(self) -> dict[str, str] | None:
+        if not self.path.is_file():
+            return None
+        try:
+            recorded = json.loads(self.path.read_text())
+        except ValueError:
+            return None
+        return recorded if isinstance(recorded, dict) else None
+
+    def changed(self, inputs: dict[str, str]) -> list[str]:
+        """What in ``inputs`` differs from the record (none without a record)."""
+        recorded = self._recorded()
+        if recorded is None:
+            return []
+        return [name for name, digest in inputs.items() if recorded.get(name) != digest]
+
+    def after_build(self, inputs: dict[str, str], *, full: bool) -> None:
+        """Record ``inputs`` after a build of the whole ledger that succeeded: a full one, or the
+        first this record sees."""
+        if full or self._recorded() is None:
+            self.path.write_text(json.dumps(inputs, indent=1, sort_keys=True) + "\n")
+
+
+def judged_with_other_warning(changed: list[str]) -> str:
+    """The warning of an incremental build after ``changed`` (JudgedWith.changed) changed."""
+    return (
+        f"retrylake: {' and '.join(changed)} changed since this lakehouse was last built in full; "
+        "lifecycles built before keep what they were judged with until "
+        "`retrylake build --full-refresh` judges the whole history again."
+    )

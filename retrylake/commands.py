@@ -10,10 +10,13 @@ import time
 from pathlib import Path
 
 from retrylake.build_inputs import (
+    JudgedWith,
     LastBuild,
     UnitTestsPassed,
     build_inputs_fingerprint,
     code_fingerprint,
+    judged_with_other_warning,
+    judgement_inputs,
     runtime_fingerprint,
 )
 from retrylake.config_check import check_configuration
@@ -68,11 +71,17 @@ def build(
         if unit_tests_passed:
             command += ["--exclude-resource-type", "unit_test"]
             print(UNIT_TESTS_SKIPPED, file=sys.stderr)
+        # leaving out tests (resource_type:test) still builds every model of the ledger
+        whole = not select and all(name.startswith("resource_type:") for name in exclude or [])
+        judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
+        _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         last_build.forget()
         lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
         run_dbt(command, project_dir, lakehouse)
         last_build.record(fingerprint)
+        if whole:
+            judged.after_build(judgement, full=full_refresh)
         if not (unit_tests_passed or select or exclude):
             unit_tests.record(code)
     return True
@@ -264,12 +273,36 @@ def dbt(
     if args[0] in ("build", "run", "seed"):
         check_configuration(project_dir)
     lakehouse.check_landing_exists()
+    full_refresh = "--full-refresh" in args
+    whole = not any(arg.split("=", 1)[0] in DBT_SELECTION_FLAGS for arg in args)
+    judges_ledger = args[0] in ("build", "run")
     with lakehouse.lock():
+        judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
+        if judges_ledger:
+            _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         if args[0] not in READ_ONLY_DBT_COMMANDS:
             LastBuild(lakehouse).forget()  # the command may change the tables
-        lakehouse.claim_landing(full_refresh="--full-refresh" in args)
+        lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
         run_dbt(args, project_dir, lakehouse)
+        if judges_ledger and whole:
+            judged.after_build(judgement, full=full_refresh)
+
+
+# dbt options that narrow a run to some models: such a run judges only those again.
+DBT_SELECTION_FLAGS = ("-s", "--select", "-m", "--models", "--selector", "--exclude")
+
+
+def _warn_if_judged_with_other(
+    judged: JudgedWith, judgement: dict[str, str], *, whole: bool, full_refresh: bool
+) -> None:
+    """Before a build or run of the ledger: warn when the seeds or rules changed since the
+    history was last built in full, unless this run is that full build."""
+    if whole and full_refresh:
+        return
+    changed = judged.changed(judgement)
+    if changed:
+        print(judged_with_other_warning(changed), file=sys.stderr)
 
 
 SUMMARY_SQL = """

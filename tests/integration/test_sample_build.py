@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from retrylake.build_inputs import (
+    JudgedWith,
     LastBuild,
     UnitTestsPassed,
     build_inputs_fingerprint,
     code_fingerprint,
+    judgement_inputs,
 )
 from retrylake.commands import build
 from retrylake.lakehouse import Lakehouse
@@ -62,6 +64,9 @@ def test_a_build_with_nothing_new_runs_no_dbt(spark, sample, lakehouse):
     assert not LastBuild(other).matches(
         build_inputs_fingerprint(PROJECT_DIR, other, ["build", "--select", "delay_levels"])
     )
+    # and the full build recorded the seeds and rules it judged the history with
+    judged = JudgedWith(lakehouse)
+    assert judged.path.is_file() and judged.changed(judgement_inputs(PROJECT_DIR)) == []
 
 
 def test_a_build_of_the_same_code_leaves_the_passed_unit_tests_out(spark, sample, lakehouse):

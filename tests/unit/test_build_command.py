@@ -7,6 +7,7 @@ CLI module a watching process); the command handed to it is what is checked."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -244,3 +245,40 @@ def test_the_demo_summary_table_prints_with_and_without_rows():
     ]
     rows = [{"consumer_group": "order-service", "messages": 12}]
     assert commands.format_table(rows, columns).splitlines()[2] == "order-service         12"
+
+
+def test_a_build_after_the_seeds_changed_says_so_until_a_full_build(
+    dbt_commands, lakehouse, tmp_path, capsys
+):
+    """The history keeps the judgements it was built with: after a seed of the ledger changes,
+    every build that is not a full refresh of the whole ledger says what changed."""
+    project = tmp_path / "project"
+    for name in ("models", "macros", "seeds", "profiles"):
+        shutil.copytree(PROJECT_DIR / name, project / name)
+    for name in ("dbt_project.yml", "selectors.yml"):
+        shutil.copy(PROJECT_DIR / name, project / name)
+    groups = project / "seeds" / "consumer_groups.csv"
+    was, now = (
+        "inventory-sync,CLUSTERING,CONCURRENTLY,3,",
+        "inventory-sync,CLUSTERING,CONCURRENTLY,5,",
+    )
+
+    def warned() -> bool:
+        return "seeds/consumer_groups.csv changed since" in capsys.readouterr().err
+
+    commands.build(project, lakehouse)
+    assert not warned()
+    assert was in groups.read_text()
+    groups.write_text(groups.read_text().replace(was, now))
+    commands.build(project, lakehouse)
+    assert warned()
+    commands.build(project, lakehouse, force=True, exclude=["resource_type:test"])
+    assert warned()
+    commands.dbt(project, lakehouse, ["run", "--select", "consume_attempts", "--full-refresh"])
+    assert warned()  # a full refresh of some models leaves the others as they were judged
+    commands.build(project, lakehouse, full_refresh=True, select=["consume_attempts"])
+    assert warned()
+    commands.dbt(project, lakehouse, ["run", "--full-refresh"])
+    assert not warned()
+    commands.build(project, lakehouse, force=True)
+    assert not warned()

@@ -9,10 +9,14 @@ import pytest
 
 from retrylake import build_inputs
 from retrylake.build_inputs import (
+    RULES,
+    JudgedWith,
     LastBuild,
     UnitTestsPassed,
     build_inputs_fingerprint,
     code_fingerprint,
+    judged_with_other_warning,
+    judgement_inputs,
 )
 from retrylake.lakehouse import Lakehouse
 
@@ -198,3 +202,41 @@ def test_passed_unit_tests_are_recorded_per_code_and_outlive_a_forgotten_build(p
     assert UnitTestsPassed(lakehouse).on(code)
     passed.path.write_text("{}")
     assert not passed.on(code)
+
+
+def test_what_the_history_was_judged_with_is_recorded_at_a_full_build_and_compared_after(
+    project, lakehouse
+):
+    judged = JudgedWith(lakehouse)
+    first = judgement_inputs(project)
+    assert judged.changed(first) == []  # nothing recorded: nothing to compare
+    judged.after_build(first, full=False)  # the first build this record sees is taken as full
+    assert JudgedWith(lakehouse).changed(first) == []
+
+    # a changed configuration seed, and a changed model, are named
+    (project / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng2\n")
+    assert judged.changed(judgement_inputs(project)) == ["seeds/consumer_groups.csv"]
+    (project / "models" / "marts" / "a.sql").write_text("select 2 as a\n")
+    (project / "seeds" / "broker_delay_levels.csv").write_text("broker_cluster\n*\n")
+    changed = judged.changed(judgement_inputs(project))
+    assert changed == ["seeds/broker_delay_levels.csv", "seeds/consumer_groups.csv", RULES]
+    assert "seeds/consumer_groups.csv" in judged_with_other_warning(changed)
+    assert "--full-refresh" in judged_with_other_warning(changed)
+
+    # an incremental build keeps the old record, so every later one warns until a full one
+    judged.after_build(judgement_inputs(project), full=False)
+    assert judged.changed(judgement_inputs(project)) == changed
+    judged.after_build(judgement_inputs(project), full=True)
+    assert judged.changed(judgement_inputs(project)) == []
+
+
+def test_the_what_if_and_the_landing_are_not_what_the_ledger_was_judged_with(project, lakehouse):
+    judged = JudgedWith(lakehouse)
+    judged.after_build(judgement_inputs(project), full=True)
+    (project / "seeds" / "whatif_consumer_groups.csv").write_text("scenario\nmax-5\n")
+    (project / "models" / "marts" / "whatif").mkdir()
+    (project / "models" / "marts" / "whatif" / "w.sql").write_text("select 1 as w\n")
+    (lakehouse.landing / "trace" / "2026" / "b.jsonl").write_text('{"msgId": "2"}\n')
+    assert judged.changed(judgement_inputs(project)) == []
+    judged.path.write_text("not json")
+    assert judged.changed(judgement_inputs(project)) == []
