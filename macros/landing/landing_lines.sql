@@ -10,46 +10,60 @@
     select
         source_file,
         line_number,
-        line_text,
-        {{ unreadable_line_error('line_text', 'file_is_utf8') }} as line_read_error
+        if(file_is_utf8, line_text, make_valid_utf8(line_bytes)) as line_text,
+        {{ unreadable_line_error('line_bytes', 'file_is_utf8') }} as line_read_error
     from (
         select
-            landed.source_file,
-            landed.file_is_utf8,
-            size(landed.lines) as line_count,
-            numbered.line_index + 1 as line_number,
-            if(
-                endswith(numbered.line_text, '\r'),
-                left(numbered.line_text, length(numbered.line_text) - 1),
-                numbered.line_text
-            ) as line_text
+            *,
+            if(file_is_utf8, line_text, cast(encode(line_text, 'ISO-8859-1') as string)) as line_bytes
         from (
             select
-                -- the text source's hidden per-file column; sqlfluff cannot resolve it
-                landing_files._metadata.file_path as source_file,  -- noqa: RF01
-                -- before the split, which turns bytes that are not UTF-8 into U+FFFD
-                is_valid_utf8(landing_files.value) as file_is_utf8,
-                split(landing_files.value, '\n') as lines
-            from {{ files }} as landing_files
-            {%- if new_files is not none %}
-            where {{ landing_file_filter('landing_files._metadata.file_path', new_files) }}
-            {%- endif %}
-        ) as landed
-            lateral view posexplode(landed.lines) numbered as line_index, line_text
-    ) as numbered_lines
-    where not (line_number = line_count and line_text = '')
+                landed.source_file,
+                landed.file_is_utf8,
+                size(landed.lines) as line_count,
+                numbered.line_index + 1 as line_number,
+                if(
+                    endswith(numbered.line_text, '\r'),
+                    left(numbered.line_text, length(numbered.line_text) - 1),
+                    numbered.line_text
+                ) as line_text
+            from (
+                select
+                    source_file,
+                    file_is_utf8,
+                    -- Splitting text turns bytes that are not UTF-8 into U+FFFD, so a file that
+                    -- is not valid UTF-8 is split as ISO-8859-1, one character per byte, and
+                    -- each line's bytes are taken back (`line_bytes`) to be judged on their own.
+                    split(
+                        if(file_is_utf8, file_text, decode(cast(file_text as binary), 'ISO-8859-1')),
+                        '\n'
+                    ) as lines
+                from (
+                    select
+                        -- the text source's hidden per-file column; sqlfluff cannot resolve it
+                        landing_files._metadata.file_path as source_file,  -- noqa: RF01
+                        landing_files.value as file_text,
+                        is_valid_utf8(landing_files.value) as file_is_utf8
+                    from {{ files }} as landing_files
+                    {%- if new_files is not none %}
+                    where {{ landing_file_filter('landing_files._metadata.file_path', new_files) }}
+                    {%- endif %}
+                ) as files_read
+            ) as landed
+                lateral view posexplode(landed.lines) numbered as line_index, line_text
+        ) as numbered_lines
+        where not (line_number = line_count and line_text = '')
+    ) as lines_read
 {%- endmacro %}
 
 {#- Why a landed line cannot be read as text at all, or null: the checks every feed starts with.
-    Splitting a file into lines turns its bytes that are not UTF-8 into U+FFFD, so a U+FFFD is
-    taken for them only in a file that is not valid UTF-8 (`file_is_utf8`); in a valid file it
-    is a character of the text, as an exporter wrote it. -#}
-{% macro unreadable_line_error(line_text, file_is_utf8) -%}
+    `line_bytes` holds the line's bytes as landed; only a file that is not valid UTF-8 as a
+    whole (`file_is_utf8`) can hold a line that is not. A U+FFFD written as a character is text
+    like any other. -#}
+{% macro unreadable_line_error(line_bytes, file_is_utf8) -%}
     case
-        when trim({{ line_text }}) = '' then 'empty line'
-        when
-            not is_valid_utf8({{ line_text }})
-            or (not {{ file_is_utf8 }} and instr({{ line_text }}, '\uFFFD') > 0)
+        when trim({{ line_bytes }}) = '' then 'empty line'
+        when not {{ file_is_utf8 }} and not is_valid_utf8({{ line_bytes }})
             then 'line is not valid UTF-8'
     end
 {%- endmacro %}

@@ -91,9 +91,9 @@ create or replace temp macro otlp_attribute(attributes, attribute_key) as
     otlp_text(list_filter(attributes, a -> a.key = attribute_key)[1].value);
 
 -- A landed line as JSON when it is a JSON object, else null. The text reader turns bytes that
--- are not UTF-8 into U+FFFD, so a line holding one is set aside. (The build keeps a U+FFFD in a
--- file of valid UTF-8 as a character; the generator writes none, so the peer does not look at
--- whole files for it. A guard in a CASE, not a WHERE: the optimizer may evaluate a projection
+-- are not UTF-8 into U+FFFD, so a line holding one is set aside. (The build judges each line's
+-- own bytes and keeps a U+FFFD written as a character; the generator writes none, so the peer
+-- does not look at the bytes for it. A guard in a CASE, not a WHERE: the optimizer may evaluate a projection
 -- before a filter.)
 create or replace temp macro json_object_line(line) as
     case

@@ -242,7 +242,17 @@ def bad_landing(spark, lakehouse: Lakehouse, bad_landing_folder: Path):
     ]
     lines = good[:3] + bad + good[3:]
     (trace / "mixed.jsonl").write_text("\n".join(lines) + "\n")
-    (trace / "invalid-bytes.jsonl").write_bytes(b'{"msgId": "\xff\xfe", "storeTimestamp": 1}\n')
+    # bad bytes on one line, and U+FFFD written as a character on the next: only the first is bad
+    (trace / "invalid-bytes.jsonl").write_bytes(
+        b'{"msgId": "\xff\xfe", "storeTimestamp": 1}\n'
+        + _line(
+            21,
+            _before(T0 + 600, "R21", "M10", 0, keys="\ufffd-\u00e9")
+            + _after(T0 + 620, "R21", "M10", True),
+            T0 + 40_050,
+        ).encode("utf-8")
+        + b"\n"
+    )
     # U+FFFD written as a character (EF BF BD) in a file of valid UTF-8: text, not bad bytes
     (trace / "replacement-char.jsonl").write_text(
         _line(
@@ -327,8 +337,8 @@ def test_every_line_is_accounted_for(spark, bad_landing):
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__trace_lines where line_number > 0"
     ).first()
-    # + the invalid-bytes line, the U+FFFD line and the out-of-range file
-    assert staged.parsed + staged.bad == len(bad_landing) + 2 + len(OUT_OF_RANGE_TRACE)
+    # + the invalid-bytes file's two lines, the U+FFFD line and the out-of-range file
+    assert staged.parsed + staged.bad == len(bad_landing) + 3 + len(OUT_OF_RANGE_TRACE)
     dlq = spark.sql(
         "select count_if(line_error is null) as parsed, count_if(line_error is not null) as bad "
         "from retrylake_staging.stg_landing__dlq_lines where line_number > 0"
@@ -389,6 +399,7 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
         "M7": ("CONSUMED", 1),  # both SubAfters of the CLOUD client's batch are read
         "M8": ("CONSUMED", 1),
         "M9": ("CONSUMED", 1),  # a U+FFFD in a valid file is a character of its KEYS
+        "M10": ("CONSUMED", 1),  # ... and in a file whose other line has bad bytes
     }
     decisions = rows(
         spark,
@@ -413,6 +424,8 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
     assert keys == 10_000_000
     keys = spark.sql("select keys from consume_attempts where msg_id = 'M9'").first()[0]
     assert keys == "caf\ufffd"
+    keys = spark.sql("select keys from consume_attempts where msg_id = 'M10'").first()[0]
+    assert keys == "\ufffd-\u00e9"
 
 
 def _fingerprint(root: Path) -> dict[str, tuple[int, str]]:
