@@ -197,10 +197,13 @@ class UnitTestsPassed:
 
 
 # What the ledger's past judgements depend on besides the landing: the configuration seeds and
-# the rules' code (the what-if's own models and seeds judge nothing in the ledger).
+# the rules' code, its SQL (descriptions and the what-if's own models and seeds judge nothing in
+# the ledger).
 LEDGER_SEEDS = ("seeds/broker_delay_levels.csv", "seeds/consumer_groups.csv")
-RULES_CODE = ("dbt_project.yml", "models", "macros")
-RULES = "the rules (retrylake's models, macros or UDFs)"
+RULES_CODE = ("models", "macros")
+RULES = "the rules (retrylake's models, macros, dbt_project.yml or UDFs)"
+# what a lakehouse built before the record existed was judged with
+UNRECORDED = "unrecorded"
 
 
 def judgement_inputs(project_dir: Path) -> dict[str, str]:
@@ -210,9 +213,13 @@ def judgement_inputs(project_dir: Path) -> dict[str, str]:
         path = project_dir / name
         inputs[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
     digest = hashlib.sha256()
+    _hash_contents(digest, project_dir, _files(project_dir / "dbt_project.yml"))
     for name in RULES_CODE:
-        paths = _files(project_dir / name)
-        paths = [path for path in paths if "whatif" not in path.relative_to(project_dir).parts]
+        paths = [
+            path
+            for path in _files(project_dir / name)
+            if path.suffix == ".sql" and "whatif" not in path.relative_to(project_dir).parts
+        ]
         _hash_contents(digest, project_dir, paths)
     code_root = Path(retrylake.__file__).resolve().parents[1]
     udfs = [path for path in _files(code_root / "spark_udfs") if path.suffix in (".py", ".sql")]
@@ -224,16 +231,22 @@ def judgement_inputs(project_dir: Path) -> dict[str, str]:
 class JudgedWith:
     """The seeds and rules the lakehouse's history was last built in full with, kept in the
     lakehouse. An incremental build judges only the lifecycles its new data touches, so after a
-    change to either the marts mix old and new judgements (docs/incremental.md) until a
-    `--full-refresh`; `changed` names what differs, for the build to say so every time.
+    change to either the marts mix old and new judgements (docs/incremental.md) until a full
+    build; `changed` names what differs, for each build that runs to say so.
 
-    The first build of a lakehouse is a full one. A lakehouse built before this record existed
-    gets it at its next build, taken as the configuration it was judged with."""
+    Taken when the build starts: a lakehouse's first build is a full one, and is recorded
+    whatever it was asked; one whose warehouse holds tables but no record was built before the
+    record existed, so what it was judged with is unknown until a full build."""
 
     def __init__(self, lakehouse: Lakehouse) -> None:
         self.path = lakehouse.root / "judged-with.json"
+        self.recorded = self._read()
+        warehouse = lakehouse.warehouse
+        self.built_unrecorded = (
+            self.recorded is None and warehouse.is_dir() and any(warehouse.iterdir())
+        )
 
-    def _recorded(self) -> dict[str, str] | None:
+    def _read(self) -> dict[str, str] | None:
         if not self.path.is_file():
             return None
         try:
@@ -243,23 +256,31 @@ class JudgedWith:
         return recorded if isinstance(recorded, dict) else None
 
     def changed(self, inputs: dict[str, str]) -> list[str]:
-        """What in ``inputs`` differs from the record (none without a record)."""
-        recorded = self._recorded()
-        if recorded is None:
-            return []
-        return [name for name, digest in inputs.items() if recorded.get(name) != digest]
+        """What in ``inputs`` differs from the record: none without one on a new lakehouse,
+        ``[UNRECORDED]`` without one on a built lakehouse."""
+        if self.recorded is None:
+            return [UNRECORDED] if self.built_unrecorded else []
+        return [name for name, digest in inputs.items() if self.recorded.get(name) != digest]
 
     def after_build(self, inputs: dict[str, str], *, full: bool) -> None:
-        """Record ``inputs`` after a build of the whole ledger that succeeded: a full one, or the
-        first this record sees."""
-        if full or self._recorded() is None:
+        """Record ``inputs`` after a build of the whole ledger, seeds included, that succeeded:
+        a full one, or a lakehouse's first."""
+        if full or (self.recorded is None and not self.built_unrecorded):
             self.path.write_text(json.dumps(inputs, indent=1, sort_keys=True) + "\n")
+            self.recorded = inputs
+            self.built_unrecorded = False
 
 
 def judged_with_other_warning(changed: list[str]) -> str:
     """The warning of an incremental build after ``changed`` (JudgedWith.changed) changed."""
+    if changed == [UNRECORDED]:
+        what = (
+            "this lakehouse was built before retrylake recorded the seeds and rules its "
+            "history is judged with"
+        )
+    else:
+        what = f"{' and '.join(changed)} changed since this lakehouse was last built in full"
     return (
-        f"retrylake: {' and '.join(changed)} changed since this lakehouse was last built in full; "
-        "lifecycles built before keep what they were judged with until "
+        f"retrylake: {what}; lifecycles built before keep what they were judged with until "
         "`retrylake build --full-refresh` judges the whole history again."
     )

@@ -71,8 +71,8 @@ def build(
         if unit_tests_passed:
             command += ["--exclude-resource-type", "unit_test"]
             print(UNIT_TESTS_SKIPPED, file=sys.stderr)
-        # leaving out tests (resource_type:test) still builds every model of the ledger
-        whole = not select and all(name.startswith("resource_type:") for name in exclude or [])
+        # leaving out tests still builds every seed and model of the ledger
+        whole = not select and set(exclude or []) <= TEST_RESOURCE_TYPES
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         last_build.forget()
@@ -273,8 +273,10 @@ def dbt(
     if args[0] in ("build", "run", "seed"):
         check_configuration(project_dir)
     lakehouse.check_landing_exists()
-    full_refresh = "--full-refresh" in args
-    whole = not any(arg.split("=", 1)[0] in DBT_SELECTION_FLAGS for arg in args)
+    full_refresh = bool({"--full-refresh", "-f"} & set(args))
+    # Only a plain `build`, seeds and all, is known to judge the whole ledger: any other option
+    # may narrow it (--select, -s, --model, --exclude-resource-type, --empty, ...).
+    whole = args[0] == "build" and set(args[1:]) <= {"--full-refresh", "-f"}
     judges_ledger = args[0] in ("build", "run")
     with lakehouse.lock():
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
@@ -289,8 +291,8 @@ def dbt(
             judged.after_build(judgement, full=full_refresh)
 
 
-# dbt options that narrow a run to some models: such a run judges only those again.
-DBT_SELECTION_FLAGS = ("-s", "--select", "-m", "--models", "--selector", "--exclude")
+# What `retrylake build --exclude` may leave out and still build every seed and model.
+TEST_RESOURCE_TYPES = {"resource_type:test", "resource_type:unit_test"}
 
 
 def _warn_if_judged_with_other(

@@ -251,7 +251,8 @@ def test_a_build_after_the_seeds_changed_says_so_until_a_full_build(
     dbt_commands, lakehouse, tmp_path, capsys
 ):
     """The history keeps the judgements it was built with: after a seed of the ledger changes,
-    every build that is not a full refresh of the whole ledger says what changed."""
+    every build that runs and is not a full build of the whole ledger, seeds included, says what
+    changed."""
     project = tmp_path / "project"
     for name in ("models", "macros", "seeds", "profiles"):
         shutil.copytree(PROJECT_DIR / name, project / name)
@@ -274,11 +275,36 @@ def test_a_build_after_the_seeds_changed_says_so_until_a_full_build(
     assert warned()
     commands.build(project, lakehouse, force=True, exclude=["resource_type:test"])
     assert warned()
-    commands.dbt(project, lakehouse, ["run", "--select", "consume_attempts", "--full-refresh"])
-    assert warned()  # a full refresh of some models leaves the others as they were judged
+    # none of these judges the whole ledger with the new seeds: each says so, and records nothing
     commands.build(project, lakehouse, full_refresh=True, select=["consume_attempts"])
     assert warned()
-    commands.dbt(project, lakehouse, ["run", "--full-refresh"])
+    commands.build(project, lakehouse, full_refresh=True, exclude=["resource_type:seed"])
+    assert warned()
+    commands.dbt(project, lakehouse, ["run", "--full-refresh"])  # `run` loads no seed
+    assert warned()
+    commands.dbt(project, lakehouse, ["build", "-f", "-s", "consume_attempts"])
+    assert warned()
+    commands.dbt(project, lakehouse, ["build", "-f", "--model=consume_attempts"])
+    assert warned()
+    commands.build(project, lakehouse, force=True)
+    assert warned()
+    commands.dbt(project, lakehouse, ["build", "-f"])
     assert not warned()
     commands.build(project, lakehouse, force=True)
     assert not warned()
+    # a description is not a rule
+    (project / "macros" / "_macros.yml").write_text("version: 2\n")
+    commands.build(project, lakehouse, force=True)
+    assert "changed since" not in capsys.readouterr().err
+
+
+def test_a_lakehouse_built_before_the_record_existed_is_told_to_build_in_full(
+    dbt_commands, lakehouse, capsys
+):
+    (lakehouse.warehouse / "retrylake.db").mkdir(parents=True)  # built, by an earlier version
+    commands.build(PROJECT_DIR, lakehouse)
+    commands.build(PROJECT_DIR, lakehouse, force=True)
+    assert capsys.readouterr().err.count("built before retrylake recorded the seeds") == 2
+    commands.build(PROJECT_DIR, lakehouse, full_refresh=True)
+    commands.build(PROJECT_DIR, lakehouse, force=True)
+    assert "retrylake: " not in capsys.readouterr().err.replace(commands.UNIT_TESTS_SKIPPED, "")

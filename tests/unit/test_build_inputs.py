@@ -213,7 +213,9 @@ def test_what_the_history_was_judged_with_is_recorded_at_a_full_build_and_compar
     judged.after_build(first, full=False)  # the first build this record sees is taken as full
     assert JudgedWith(lakehouse).changed(first) == []
 
-    # a changed configuration seed, and a changed model, are named
+    # a changed configuration seed, and a changed model, are named (a description is no rule)
+    (project / "models" / "marts" / "_a.yml").write_text("version: 2\n")
+    assert judged.changed(judgement_inputs(project)) == []
     (project / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng2\n")
     assert judged.changed(judgement_inputs(project)) == ["seeds/consumer_groups.csv"]
     (project / "models" / "marts" / "a.sql").write_text("select 2 as a\n")
@@ -238,5 +240,5 @@ def test_the_what_if_and_the_landing_are_not_what_the_ledger_was_judged_with(pro
     (project / "models" / "marts" / "whatif" / "w.sql").write_text("select 1 as w\n")
     (lakehouse.landing / "trace" / "2026" / "b.jsonl").write_text('{"msgId": "2"}\n')
     assert judged.changed(judgement_inputs(project)) == []
-    judged.path.write_text("not json")
-    assert judged.changed(judgement_inputs(project)) == []
+    judged.path.write_text("not json")  # unreadable: as if none, on a lakehouse with no tables
+    assert JudgedWith(lakehouse).changed(judgement_inputs(project)) == []
