@@ -476,8 +476,10 @@ def demo(
         )
         if stats.grpc5 is not None:
             _print_grpc5(stats.grpc5)
+        judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         spark = start_session(lakehouse)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
+        judged.after_build(judgement, full=True)
         rows = spark.sql(SUMMARY_SQL).collect()
         quarantined = spark.sql("select count(*) from retrylake.landing_quarantine").first()[0]
         built = {

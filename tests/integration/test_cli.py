@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from retrylake.analyst.query import run_query
+from retrylake.build_inputs import JudgedWith, judgement_inputs
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate, read_ground_truth
 from retrylake.sim.sample import START_MS, write_sample
@@ -98,6 +99,9 @@ def test_demo_generates_builds_and_agrees_with_its_ground_truth(project: Path, t
     # one 5.x group's seed misnames its retry policy on purpose
     assert all_agreeing - grpc5_agreeing == all_total - grpc5_total > 400
     assert grpc5_total > 0 and grpc5_agreeing >= 0.9 * grpc5_total
+    # a full build: it recorded the seeds and rules it judged with, so a later build is quiet
+    judged = JudgedWith(Lakehouse(lakehouse, lakehouse / "landing"))
+    assert judged.path.is_file() and judged.changed(judgement_inputs(project)) == []
 
 
 def _java_children(pid: int) -> set[int]:
