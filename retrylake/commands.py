@@ -74,10 +74,11 @@ def build(
         # leaving out tests still builds every seed and model of the ledger
         whole = not select and set(exclude or []) <= TEST_RESOURCE_TYPES
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
-        _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         last_build.forget()
         lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
+        # once nothing stops the build before dbt: a refused build stays one line
+        _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         run_dbt(command, project_dir, lakehouse)
         last_build.record(fingerprint)
         if whole:
@@ -280,12 +281,12 @@ def dbt(
     judges_ledger = args[0] in ("build", "run")
     with lakehouse.lock():
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
-        if judges_ledger:
-            _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         if args[0] not in READ_ONLY_DBT_COMMANDS:
             LastBuild(lakehouse).forget()  # the command may change the tables
         lakehouse.claim_landing(full_refresh=full_refresh)
         start_session(lakehouse, master, spark_conf)
+        if judges_ledger:
+            _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         run_dbt(args, project_dir, lakehouse)
         if judges_ledger and whole:
             judged.after_build(judgement, full=full_refresh)

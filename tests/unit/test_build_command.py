@@ -18,6 +18,7 @@ from retrylake.build_inputs import UnitTestsPassed, code_fingerprint
 from retrylake.errors import (
     DbtFailedError,
     LakehouseBusyError,
+    LandingError,
     RuntimeChangedError,
     UsageError,
 )
@@ -308,3 +309,13 @@ def test_a_lakehouse_built_before_the_record_existed_is_told_to_build_in_full(
     commands.build(PROJECT_DIR, lakehouse, full_refresh=True)
     commands.build(PROJECT_DIR, lakehouse, force=True)
     assert "retrylake: " not in capsys.readouterr().err.replace(commands.UNIT_TESTS_SKIPPED, "")
+
+
+def test_a_build_refused_before_dbt_says_only_why(dbt_commands, lakehouse, tmp_path, capsys):
+    (lakehouse.warehouse / "retrylake.db").mkdir(parents=True)  # its builds would be told
+    Lakehouse(lakehouse.root, tmp_path / "elsewhere").claim_landing(full_refresh=True)
+    with pytest.raises(LandingError):
+        commands.build(PROJECT_DIR, lakehouse)
+    with pytest.raises(LandingError):
+        commands.dbt(PROJECT_DIR, lakehouse, ["run"])
+    assert capsys.readouterr().err == "" and not dbt_commands
