@@ -12,6 +12,9 @@ only what Spark reads counts: each feed's folder, without the hidden files Spark
 The dbt unit tests read fixtures, not the landing: their outcome is a function of the project,
 retrylake's code and the pinned tools alone. A build runs them only when that code differs from
 the code of a build that ran and passed them all (``UnitTestsPassed``).
+
+An incremental build judges only what its new data touches, so the seeds and rules the history
+was last built in full with are kept too (``JudgedWith``): a build after either changed says so.
 """
 
 from __future__ import annotations
