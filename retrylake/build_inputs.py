@@ -19,7 +19,9 @@ was last built in full with are kept too (``JudgedWith``): a build after either 
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
 from importlib import metadata
@@ -209,12 +211,30 @@ RULES = "the rules (retrylake's models, macros, dbt_project.yml or UDFs)"
 UNRECORDED = "unrecorded"
 
 
-def judgement_inputs(project_dir: Path) -> dict[str, str]:
-    """A digest of each ledger seed, by its path in the project, and one of the rules' code."""
-    inputs = {}
-    for name in LEDGER_SEEDS:
-        path = project_dir / name
-        inputs[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+# the key under which a seed's digests keep its header row
+HEADER = "<header>"
+
+
+def _seed_row_digests(path: Path) -> dict[str, str]:
+    """A digest of each row of a seed, by its first field (the group or the cluster), and of its
+    header; none for a missing file. The build's seed check has refused a seed listing a key
+    twice; text that is not UTF-8 is read with replacements rather than failing here."""
+    if not path.is_file():
+        return {}
+    rows = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8-sig", "replace"))))
+    digests = {}
+    for number, row in enumerate(rows):
+        key = HEADER if number == 0 else (row[0] if row else "")
+        digests[key] = hashlib.sha256("\0".join(row).encode()).hexdigest()
+    return digests
+
+
+def judgement_inputs(project_dir: Path) -> dict[str, str | dict[str, str]]:
+    """Each ledger seed's row digests (`_seed_row_digests`), by the seed's path in the project,
+    and one digest of the rules' code."""
+    inputs: dict[str, str | dict[str, str]] = {
+        name: _seed_row_digests(project_dir / name) for name in LEDGER_SEEDS
+    }
     digest = hashlib.sha256()
     _hash_contents(digest, project_dir, _files(project_dir / "dbt_project.yml"))
     for name in RULES_CODE:
@@ -249,7 +269,7 @@ class JudgedWith:
             self.recorded is None and warehouse.is_dir() and any(warehouse.iterdir())
         )
 
-    def _read(self) -> dict[str, str] | None:
+    def _read(self) -> dict | None:
         if not self.path.is_file():
             return None
         try:
@@ -258,14 +278,29 @@ class JudgedWith:
             return None
         return recorded if isinstance(recorded, dict) else None
 
-    def changed(self, inputs: dict[str, str]) -> list[str]:
-        """What in ``inputs`` differs from the record: none without one on a new lakehouse,
-        ``[UNRECORDED]`` without one on a built lakehouse."""
+    def changed(self, inputs: dict) -> list[str]:
+        """What in ``inputs`` differs from the record, a seed with the keys of its rows that
+        changed, came or went: none without a record on a new lakehouse, ``[UNRECORDED]``
+        without one on a built lakehouse."""
         if self.recorded is None:
             return [UNRECORDED] if self.built_unrecorded else []
-        return [name for name, digest in inputs.items() if self.recorded.get(name) != digest]
+        changed = []
+        for name, digests in inputs.items():
+            was = self.recorded.get(name)
+            if was == digests:
+                continue
+            if not (isinstance(was, dict) and isinstance(digests, dict)) or not (was and digests):
+                changed.append(name)  # the seed came or went
+                continue
+            if was.get(HEADER) != digests.get(HEADER):
+                changed.append(f"{name} (its columns)")
+                continue
+            keys = sorted(key for key in {*was, *digests} if was.get(key) != digests.get(key))
+            shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+            changed.append(f"{name} ({shown})")
+        return changed
 
-    def after_build(self, inputs: dict[str, str], *, full: bool) -> None:
+    def after_build(self, inputs: dict, *, full: bool) -> None:
         """Record ``inputs`` after a build of the whole ledger, seeds included, that succeeded:
         a full one, or a lakehouse's first."""
         if full or (self.recorded is None and not self.built_unrecorded):

@@ -280,7 +280,8 @@ def dbt(
     whole = args[0] == "build" and set(args[1:]) <= {"--full-refresh", "-f"}
     judges_ledger = args[0] in ("build", "run")
     with lakehouse.lock():
-        judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
+        if judges_ledger:
+            judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         if args[0] not in READ_ONLY_DBT_COMMANDS:
             LastBuild(lakehouse).forget()  # the command may change the tables
         lakehouse.claim_landing(full_refresh=full_refresh)
@@ -297,7 +298,7 @@ TEST_RESOURCE_TYPES = {"resource_type:test", "resource_type:unit_test"}
 
 
 def _warn_if_judged_with_other(
-    judged: JudgedWith, judgement: dict[str, str], *, whole: bool, full_refresh: bool
+    judged: JudgedWith, judgement: dict, *, whole: bool, full_refresh: bool
 ) -> None:
     """Before a build or run of the ledger: warn when the seeds or rules changed since the
     history was last built in full, unless this run is that full build."""

@@ -266,7 +266,7 @@ def test_a_build_after_the_seeds_changed_says_so_until_a_full_build(
     )
 
     def warned() -> bool:
-        return "seeds/consumer_groups.csv changed since" in capsys.readouterr().err
+        return "seeds/consumer_groups.csv (inventory-sync) changed since" in capsys.readouterr().err
 
     commands.build(project, lakehouse)
     assert not warned()

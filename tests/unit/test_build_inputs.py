@@ -217,11 +217,15 @@ def test_what_the_history_was_judged_with_is_recorded_at_a_full_build_and_compar
     (project / "models" / "marts" / "_a.yml").write_text("version: 2\n")
     assert judged.changed(judgement_inputs(project)) == []
     (project / "seeds" / "consumer_groups.csv").write_text("consumer_group\ng2\n")
-    assert judged.changed(judgement_inputs(project)) == ["seeds/consumer_groups.csv"]
+    assert judged.changed(judgement_inputs(project)) == ["seeds/consumer_groups.csv (g1, g2)"]
     (project / "models" / "marts" / "a.sql").write_text("select 2 as a\n")
     (project / "seeds" / "broker_delay_levels.csv").write_text("broker_cluster\n*\n")
     changed = judged.changed(judgement_inputs(project))
-    assert changed == ["seeds/broker_delay_levels.csv", "seeds/consumer_groups.csv", RULES]
+    assert changed == [
+        "seeds/broker_delay_levels.csv",
+        "seeds/consumer_groups.csv (g1, g2)",
+        RULES,
+    ]
     assert "seeds/consumer_groups.csv" in judged_with_other_warning(changed)
     assert "--full-refresh" in judged_with_other_warning(changed)
 
@@ -242,3 +246,20 @@ def test_the_what_if_and_the_landing_are_not_what_the_ledger_was_judged_with(pro
     assert judged.changed(judgement_inputs(project)) == []
     judged.path.write_text("not json")  # unreadable: as if none, on a lakehouse with no tables
     assert JudgedWith(lakehouse).changed(judgement_inputs(project)) == []
+
+
+def test_a_changed_seed_names_the_rows_that_changed_came_or_went(project, lakehouse):
+    groups = project / "seeds" / "consumer_groups.csv"
+    groups.write_text("consumer_group,max\n" + "".join(f"g{n},16\n" for n in range(9)))
+    judged = JudgedWith(lakehouse)
+    judged.after_build(judgement_inputs(project), full=True)
+    groups.write_text("consumer_group,max\ng0,5\n" + "".join(f"g{n},16\n" for n in range(1, 9)))
+    assert judged.changed(judgement_inputs(project)) == ["seeds/consumer_groups.csv (g0)"]
+    groups.write_text("consumer_group,max\n" + "".join(f"g{n},3\n" for n in range(2, 10)))
+    assert judged.changed(judgement_inputs(project)) == [
+        "seeds/consumer_groups.csv (g0, g1, g2, g3, g4 and 5 more)"
+    ]
+    groups.write_text("consumer_group,max,mode\n" + "".join(f"g{n},16,\n" for n in range(9)))
+    assert judged.changed(judgement_inputs(project)) == ["seeds/consumer_groups.csv (its columns)"]
+    groups.write_bytes(b"consumer_group,max\n\xff,16\n")  # the seed check refuses it; no crash
+    assert judged.changed(judgement_inputs(project))[0].startswith("seeds/consumer_groups.csv")
