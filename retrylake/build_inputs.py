@@ -109,10 +109,15 @@ def _hash_code(digest: hashlib._Hash, project_dir: Path) -> None:
 
 
 def _hash_runtime(digest: hashlib._Hash) -> None:
-    code_root = Path(retrylake.__file__).resolve().parents[1]
     for package in CODE_PACKAGES:
-        sources = [path for path in _files(code_root / package) if path.suffix in (".py", ".sql")]
-        _hash_contents(digest, code_root, sources)
+        _hash_package(digest, package)
+
+
+def _hash_package(digest: hashlib._Hash, package: str) -> None:
+    """The Python and SQL of one of retrylake's packages (CODE_PACKAGES)."""
+    code_root = Path(retrylake.__file__).resolve().parents[1]
+    sources = [path for path in _files(code_root / package) if path.suffix in (".py", ".sql")]
+    _hash_contents(digest, code_root, sources)
 
 
 def runtime_fingerprint() -> str:
@@ -244,9 +249,7 @@ def judgement_inputs(project_dir: Path) -> dict[str, str | dict[str, str]]:
             if path.suffix == ".sql" and "whatif" not in path.relative_to(project_dir).parts
         ]
         _hash_contents(digest, project_dir, paths)
-    code_root = Path(retrylake.__file__).resolve().parents[1]
-    udfs = [path for path in _files(code_root / "spark_udfs") if path.suffix in (".py", ".sql")]
-    _hash_contents(digest, code_root, udfs)
+    _hash_package(digest, "spark_udfs")
     inputs[RULES] = digest.hexdigest()
     return inputs
 

@@ -15,6 +15,17 @@ from retrylake.lakehouse import Lakehouse
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
+
+def rule_macros():
+    """The macros of macros/rules, rendered with plain Jinja: what model and test files call,
+    for tests that run them on the session's Spark."""
+    from jinja2 import Environment
+
+    rules = PROJECT_DIR / "macros" / "rules"
+    text = "\n".join(path.read_text() for path in sorted(rules.glob("*.sql")))
+    return Environment().from_string(text).module
+
+
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
 

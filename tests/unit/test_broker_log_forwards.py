@@ -6,12 +6,11 @@ their namespaces keep a forward each, each unwrapped as the trace names it (spec
 import pytest
 from jinja2 import Environment
 
-from tests.conftest import PROJECT_DIR
+from tests.conftest import PROJECT_DIR, rule_macros
 
 pytestmark = pytest.mark.spark
 
 MODEL = PROJECT_DIR / "models" / "staging" / "stg_broker_log__dlq_forwards.sql"
-RULES = PROJECT_DIR / "macros" / "rules"
 
 
 def test_a_line_landed_again_counts_once_and_each_namespace_keeps_its_forward(spark) -> None:
@@ -32,8 +31,7 @@ def test_a_line_landed_again_counts_once_and_each_namespace_keeps_its_forward(sp
              stored_ms, load_id, source_file, line_number)
         """
     )
-    text = "\n".join(path.read_text() for path in sorted(RULES.glob("*.sql")))
-    macros = Environment().from_string(text).module
+    macros = rule_macros()
     sql = (
         Environment()
         .from_string(MODEL.read_text())

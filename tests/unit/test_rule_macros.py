@@ -5,18 +5,10 @@ Expected values are the spec's (§2.3, §7, §8.4), written as literals."""
 from __future__ import annotations
 
 import pytest
-from jinja2 import Environment
 
-from tests.conftest import PROJECT_DIR
+from tests.conftest import rule_macros
 
 pytestmark = pytest.mark.spark
-
-RULES = PROJECT_DIR / "macros" / "rules"
-
-
-def _macros():
-    text = "\n".join(path.read_text() for path in sorted(RULES.glob("*.sql")))
-    return Environment().from_string(text).module
 
 
 def _values(spark, expression: str, rows: list[tuple]) -> list:
@@ -38,7 +30,7 @@ def test_a_delay_level_of_zero_or_less_is_delivered_at_once(spark) -> None:
         "create or replace temporary view clusters_under_test as select * from values "
         "('c', '-1s 0s 5s 2h') as clusters(broker_cluster, message_delay_level)"
     )
-    sql = str(_macros().delay_level_rows("clusters_under_test", ["broker_cluster"]))
+    sql = str(rule_macros().delay_level_rows("clusters_under_test", ["broker_cluster"]))
     rows = spark.sql(sql).orderBy("level").collect()
     assert [(r.level, r.token, r.delay_ms, r.schedule_queue_id, r.is_max_level) for r in rows] == [
         (1, "-1s", 0, 0, False),
@@ -49,7 +41,7 @@ def test_a_delay_level_of_zero_or_less_is_delivered_at_once(spark) -> None:
 
 
 def test_names_in_a_namespace_unwrap_and_wrap_as_namespace_util_does(spark) -> None:
-    macros = _macros()
+    macros = rule_macros()
     names = [
         None, "", "G", "ns%G", "%DLQ%ns%G", "%RETRY%ns%G", "%DLQ%G", "%G", "%DLQ%%G", "a%b%c",
         "%RETRY%%G", "%RETRYX%G", "abc%RETRY%x", "%DLQ%", "p$1%G",
@@ -72,7 +64,7 @@ def test_names_in_a_namespace_unwrap_and_wrap_as_namespace_util_does(spark) -> N
 
 def test_a_pop_retry_topic_in_a_namespace_names_the_trace_group_and_topic(spark) -> None:
     # KeyBuilder.buildPopRetryTopic of the broker's names: %RETRY%ns%G_ns%T (v1), + in v2
-    expression = str(_macros().trace_side_topic("a", "b"))
+    expression = str(rule_macros().trace_side_topic("a", "b"))
     rows = [
         ("%RETRY%ns%G_ns%T", "ns%G"),
         ("%RETRY%ns%G+ns%T", "ns%G"),
@@ -87,12 +79,12 @@ def test_a_pop_retry_topic_in_a_namespace_names_the_trace_group_and_topic(spark)
     ]  # fmt: skip
     # each macro names its argument once, so nested they grow with their input, not by a copy
     # per use (the copies once made 14 KB of SQL of one column)
-    assert str(_macros().trace_side_topic("topic_in", "group_in")).count("topic_in") < 16
+    assert str(rule_macros().trace_side_topic("topic_in", "group_in")).count("topic_in") < 16
 
 
 def test_the_topic_of_a_pop_retry_topic_is_the_topic_it_retries(spark) -> None:
     # KeyBuilder.parseNormalTopic; a 4.x retry topic and a plain topic stay as they are
-    expression = str(_macros().topic_of_pop_retry_topic("a", "b"))
+    expression = str(rule_macros().topic_of_pop_retry_topic("a", "b"))
     rows = [
         ("%RETRY%G_T", "G"),
         ("%RETRY%G+T", "G"),
