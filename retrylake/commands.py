@@ -23,6 +23,7 @@ from retrylake.config_check import check_configuration
 from retrylake.dbt_runner import run_dbt
 from retrylake.errors import (
     LakehouseBusyError,
+    LandingError,
     RetrylakeError,
     RuntimeChangedError,
     UsageError,
@@ -75,7 +76,7 @@ def build(
         whole = not select and set(exclude or []) <= TEST_RESOURCE_TYPES
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         last_build.forget()
-        lakehouse.claim_landing(full_refresh=full_refresh)
+        lakehouse.claim_landing(full_refresh=full_refresh and whole)
         start_session(lakehouse, master, spark_conf)
         # once nothing stops the build before dbt: a refused build stays one line
         _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
@@ -83,6 +84,8 @@ def build(
         last_build.record(fingerprint)
         if whole:
             judged.after_build(judgement, full=full_refresh)
+            if full_refresh:
+                lakehouse.landing_settled()
         if not (unit_tests_passed or select or exclude):
             unit_tests.record(code)
     return True
@@ -260,6 +263,8 @@ def whatif(
 
 # dbt commands that change no table, so the last build's marts stay up to date after them.
 READ_ONLY_DBT_COMMANDS = ("test", "docs", "show", "compile", "ls", "list", "parse", "debug")
+# dbt commands that may load the seeds or build from them: the configuration is checked first.
+SEED_READING_DBT_COMMANDS = ("build", "run", "seed", "retry", "clone", "snapshot", "run-operation")
 
 
 def dbt(
@@ -271,26 +276,51 @@ def dbt(
     spark_conf: dict[str, str] | None = None,
 ) -> None:
     """Any dbt command, on the same session and with the same UDFs as `build`."""
-    if args[0] in ("build", "run", "seed"):
+    _check_passthrough(args)
+    if args[0] in SEED_READING_DBT_COMMANDS:
         check_configuration(project_dir)
     lakehouse.check_landing_exists()
-    full_refresh = bool({"--full-refresh", "-f"} & set(args))
+    full_refresh = bool(FULL_REFRESH_FLAGS & set(args))
     # Only a plain `build`, seeds and all, is known to judge the whole ledger: any other option
-    # may narrow it (--select, -s, --model, --exclude-resource-type, --empty, ...).
-    whole = args[0] == "build" and set(args[1:]) <= {"--full-refresh", "-f"}
+    # may narrow it (--select, -s, --model, --exclude-resource-type, --empty, ...); a plain
+    # `run` rebuilds every model too, the staging tables of the landing among them.
+    plain = set(args[1:]) <= FULL_REFRESH_FLAGS
+    whole = args[0] == "build" and plain
+    every_model = args[0] in ("build", "run") and plain
     judges_ledger = args[0] in ("build", "run")
     with lakehouse.lock():
         if judges_ledger:
             judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         if args[0] not in READ_ONLY_DBT_COMMANDS:
             LastBuild(lakehouse).forget()  # the command may change the tables
-        lakehouse.claim_landing(full_refresh=full_refresh)
+        lakehouse.claim_landing(full_refresh=full_refresh and every_model)
         start_session(lakehouse, master, spark_conf)
         if judges_ledger:
             _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         run_dbt(args, project_dir, lakehouse)
         if judges_ledger and whole:
             judged.after_build(judgement, full=full_refresh)
+        if full_refresh and every_model:
+            lakehouse.landing_settled()
+
+
+FULL_REFRESH_FLAGS = {"--full-refresh", "-f"}
+
+
+def _check_passthrough(args: list[str]) -> None:
+    """What `retrylake dbt --` cannot pass on as given: options before the dbt command (which
+    would hide the command from the checks above) and another project than the one checked."""
+    if not args or args[0].startswith("-"):
+        raise UsageError(
+            "give the dbt command first, then its options (dbt takes its global options there "
+            "too), e.g. retrylake dbt -- build --debug"
+        )
+    for arg in args:
+        if arg == "--project-dir" or arg.startswith("--project-dir="):
+            raise UsageError(
+                "give --project-dir to retrylake, before --: it checks that project's seeds "
+                "before dbt runs, e.g. retrylake dbt --project-dir DIR -- build"
+            )
 
 
 # What `retrylake build --exclude` may leave out and still build every seed and model.
@@ -324,6 +354,44 @@ from retrylake.message_lifecycles
 group by consumer_group
 order by consumer_group
 """
+
+
+# In a landing folder the demo wrote: it may delete that folder and write it again.
+DEMO_MARKER = ".retrylake-demo"
+
+
+def _is_demo_landing(landing: Path) -> bool:
+    """The demo's (or the generator's, which writes generation.json last) landing folder."""
+    return (landing / DEMO_MARKER).is_file() or (landing / "generation.json").is_file()
+
+
+def _check_demo_may_replace(lakehouse: Lakehouse) -> None:
+    """The demo deletes its landing folder and rebuilds the lakehouse in full from generated
+    traffic: refuse a landing folder with other files in it, and a lakehouse built from one."""
+    if lakehouse.landing_url is not None:
+        raise UsageError(
+            "retrylake demo writes its traffic on this machine and takes no landing URL: unset "
+            f"$RETRYLAKE_LANDING or give --landing a local folder, not {lakehouse.landing_url}"
+        )
+    landing = lakehouse.landing
+    if not _is_demo_landing(landing) and any(path.is_file() for path in landing.rglob("*")):
+        raise LandingError(
+            f"retrylake demo replaces its landing folder with generated traffic, and {landing} "
+            "holds files it did not generate: give the demo a folder of its own with --landing "
+            "(or unset $RETRYLAKE_LANDING)"
+        )
+    record = lakehouse.landing_record
+    built_from = record.read_text().strip() if record.exists() else ""
+    if (
+        built_from
+        and built_from != str(landing)
+        and not ("://" not in built_from and _is_demo_landing(Path(built_from)))
+    ):
+        raise LandingError(
+            f"the lakehouse {lakehouse.root} was built from the landing {built_from}, and the "
+            "demo would rebuild it from generated traffic: give the demo a lakehouse of its own "
+            "with --lakehouse (or unset $RETRYLAKE_LAKEHOUSE)"
+        )
 
 
 def grpc5_messages_for(messages: int, grpc5_messages: int | None) -> int:
@@ -458,10 +526,13 @@ def demo(
     grpc5_messages = grpc5_messages_for(messages, grpc5_messages)
     check_configuration(project_dir)
     with lakehouse.lock():
+        _check_demo_may_replace(lakehouse)
         LastBuild(lakehouse).forget()
         lakehouse.claim_landing(full_refresh=True)
         if lakehouse.landing.exists():
             shutil.rmtree(lakehouse.landing)
+        lakehouse.landing.mkdir(parents=True)
+        (lakehouse.landing / DEMO_MARKER).write_text("written by retrylake demo\n")
         stats = run_generator(
             GeneratorConfig(
                 out=lakehouse.landing,
@@ -482,6 +553,7 @@ def demo(
         spark = start_session(lakehouse)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
         judged.after_build(judgement, full=True)
+        lakehouse.landing_settled()
         rows = spark.sql(SUMMARY_SQL).collect()
         quarantined = spark.sql("select count(*) from retrylake.landing_quarantine").first()[0]
         built = {

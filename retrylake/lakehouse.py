@@ -84,22 +84,43 @@ class Lakehouse:
                 "(or $RETRYLAKE_LANDING)"
             )
 
+    @property
+    def landing_switch_record(self) -> Path:
+        """Present while a full refresh that moved the lakehouse to another landing has not
+        finished: until one does, its tables may hold files of both landings."""
+        return self.root / "landing-switch-pending.txt"
+
     def claim_landing(self, *, full_refresh: bool) -> None:
         """Record this run's landing, refusing a different one unless the run rebuilds everything.
 
-        Call it holding the lock, before the run starts. A lakehouse without a record takes the
-        landing it is given.
+        ``full_refresh``: the run is a full refresh of every model (no selection), the only run
+        that may move the lakehouse to another landing; once it succeeds, call
+        `landing_settled`. Call this holding the lock, before the run starts. A lakehouse
+        without a record takes the landing it is given.
         """
         record = self.landing_record
         built_from = record.read_text().strip() if record.exists() else ""
-        if built_from and built_from != self.landing_location and not full_refresh:
+        moving = bool(built_from) and built_from != self.landing_location
+        if not full_refresh and self.landing_switch_record.exists():
+            raise LandingError(
+                f"the full refresh that moved the lakehouse {self.root} to the landing "
+                f"{built_from} did not finish, so its tables may hold files of both landings; "
+                f"run it again: retrylake build --full-refresh --landing {built_from}"
+            )
+        if moving and not full_refresh:
             raise LandingError(
                 f"the lakehouse {self.root} was built from the landing {built_from}, not "
                 f"{self.landing_location}; pass --landing {built_from} to build on it, or "
-                "--full-refresh to rebuild it from the new landing"
+                "--full-refresh (of everything, no --select) to rebuild it from the new landing"
             )
         self.root.mkdir(parents=True, exist_ok=True)
+        if moving:
+            self.landing_switch_record.write_text(self.landing_location + "\n")
         record.write_text(self.landing_location + "\n")
+
+    def landing_settled(self) -> None:
+        """A full refresh of every model succeeded: every table holds this landing's files."""
+        self.landing_switch_record.unlink(missing_ok=True)
 
     def prepare(self) -> None:
         folders = [self.root, self.warehouse]

@@ -7,15 +7,18 @@ CLI module a watching process); the command handed to it is what is checked."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from retrylake import cli, commands
 from retrylake.build_inputs import UnitTestsPassed, code_fingerprint
 from retrylake.errors import (
+    ConfigError,
     DbtFailedError,
     LakehouseBusyError,
     LandingError,
@@ -319,3 +322,110 @@ def test_a_build_refused_before_dbt_says_only_why(dbt_commands, lakehouse, tmp_p
     with pytest.raises(LandingError):
         commands.dbt(PROJECT_DIR, lakehouse, ["run"])
     assert capsys.readouterr().err == "" and not dbt_commands
+
+
+def test_only_a_full_refresh_of_everything_moves_a_lakehouse_to_another_landing(
+    dbt_commands, lakehouse, tmp_path, monkeypatch
+):
+    """A selection rebuilds some tables only: the rest would keep the first landing's files and
+    read the new one's as new data on top of them."""
+    commands.build(PROJECT_DIR, lakehouse)
+    other = Lakehouse(lakehouse.root, tmp_path / "other-landing")
+    (other.landing / "trace").mkdir(parents=True)
+    with pytest.raises(LandingError):
+        commands.build(PROJECT_DIR, other, full_refresh=True, select=["consumer_group_settings"])
+    with pytest.raises(LandingError):
+        commands.dbt(PROJECT_DIR, other, ["build", "-f", "-s", "consumer_group_settings"])
+    with pytest.raises(LandingError):
+        commands.build(PROJECT_DIR, other)
+    assert lakehouse.landing_record.read_text().strip() == str(lakehouse.landing)
+
+    def failing(command, *args):
+        raise DbtFailedError("a model failed")
+
+    monkeypatch.setattr(commands, "run_dbt", failing)
+    with pytest.raises(DbtFailedError):
+        commands.build(PROJECT_DIR, other, full_refresh=True, exclude=["resource_type:test"])
+    monkeypatch.setattr(commands, "run_dbt", lambda command, *args: dbt_commands.append(command))
+    for house in (lakehouse, other):  # the failed move leaves both landings refused
+        with pytest.raises(LandingError, match="did not finish"):
+            commands.build(PROJECT_DIR, house, force=True)
+    commands.dbt(PROJECT_DIR, other, ["run", "--full-refresh"])  # every model, from the new one
+    commands.build(PROJECT_DIR, other, force=True)
+    assert dbt_commands[-1][0] == "build"
+
+
+def _project_with_a_bad_seed(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    for name in ("models", "macros", "seeds", "profiles"):
+        shutil.copytree(PROJECT_DIR / name, project / name)
+    for name in ("dbt_project.yml", "selectors.yml"):
+        shutil.copy(PROJECT_DIR / name, project / name)
+    levels = project / "seeds" / "broker_delay_levels.csv"
+    levels.write_text(levels.read_text().replace(" 5s ", " 5x ", 1))
+    return project
+
+
+def test_the_dbt_passthrough_checks_the_seeds_of_every_command_that_builds(
+    dbt_commands, lakehouse, tmp_path
+):
+    project = _project_with_a_bad_seed(tmp_path)
+    for command in (["build", "--debug"], ["run", "--log-level", "debug"], ["retry"], ["seed"]):
+        with pytest.raises(ConfigError, match="5x"):
+            commands.dbt(project, lakehouse, command)
+    # options before the command would hide it; another project than the one checked
+    for command in (["--debug", "build"], ["--log-level", "debug", "run"]):
+        with pytest.raises(UsageError, match="give the dbt command first"):
+            commands.dbt(project, lakehouse, command)
+    for command in (["build", "--project-dir", "."], ["run", "--project-dir=elsewhere"]):
+        with pytest.raises(UsageError, match="--project-dir"):
+            commands.dbt(PROJECT_DIR, lakehouse, command)
+    assert not dbt_commands
+    commands.dbt(project, lakehouse, ["test", "--debug"])  # reads no seed
+    assert dbt_commands == [["test", "--debug"]]
+
+
+def test_a_users_vars_are_passed_on_beside_the_landing(lakehouse):
+    """dbt takes one --vars: the user's are kept and the lakehouse's landing added, in either
+    spelling, so --landing is never dropped for $RETRYLAKE_LANDING, nor the user's vars."""
+    from retrylake.dbt_runner import dbt_args
+
+    def passed_vars(command: list[str]) -> dict:
+        args = dbt_args(command, PROJECT_DIR, lakehouse)
+        assert args.count("--vars") == 1 and not any(a.startswith("--vars=") for a in args)
+        return yaml.safe_load(args[args.index("--vars") + 1])
+
+    landing = str(lakehouse.landing)
+    assert passed_vars(["run", "--vars", "{max_days: 3, day: 2026-03-01}"]) == {
+        "landing_path": landing,
+        "max_days": 3,
+        "day": datetime.date(2026, 3, 1),
+    }
+    assert passed_vars(["run", '--vars={"a": "x y"}', "-s", "m"]) == {
+        "landing_path": landing,
+        "a": "x y",
+    }
+    assert set(passed_vars(["build"])) == {"landing_path", "checks_code"}
+    for bad in (["--vars", "[1, 2]"], ["--vars", "{landing_path: /x}"], ["--vars"]):
+        with pytest.raises(UsageError, match="--vars"):
+            dbt_args(["run", *bad], PROJECT_DIR, lakehouse)
+
+
+def test_the_demo_replaces_only_a_landing_and_lakehouse_of_its_own(
+    dbt_commands, lakehouse, tmp_path
+):
+    """The demo deletes its landing folder and rebuilds the lakehouse in full: a folder with
+    other files, or a lakehouse built from one, is refused before anything changes."""
+    real = tmp_path / "operations-landing"
+    (real / "trace").mkdir(parents=True)
+    (real / "trace" / "prod-000.jsonl").write_text('{"msgId": "1"}\n')
+    with pytest.raises(LandingError, match="did not generate"):
+        commands.demo(PROJECT_DIR, Lakehouse(tmp_path / "demo-lakehouse", real), messages=10)
+    assert (real / "trace" / "prod-000.jsonl").is_file()
+    commands.build(PROJECT_DIR, lakehouse)  # a lakehouse built from a real landing
+    demo_landing = Lakehouse(lakehouse.root, tmp_path / "demo-landing")
+    with pytest.raises(LandingError, match="lakehouse of its own"):
+        commands.demo(PROJECT_DIR, demo_landing, messages=10)
+    assert lakehouse.landing_record.read_text().strip() == str(lakehouse.landing)
+    with pytest.raises(UsageError, match="landing URL"):
+        commands.demo(PROJECT_DIR, Lakehouse.resolve(str(tmp_path / "x"), "hdfs://nn/l"))
