@@ -60,7 +60,8 @@ SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # The replay of the observed settings themselves, which every scenario is compared with.
 OBSERVED_SCENARIO = "observed"
 DELAY_OPTIONAL_COLUMNS = ("broker_version",)
-BROKER_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
+# ASCII digits only: Spark casts no other digits to int (full-width ones would read as null)
+BROKER_VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
 
 
 def _rows(
@@ -205,7 +206,8 @@ def _delay_levels(path: Path, number: int, text: str) -> None:
             )
 
 
-def check_consumer_groups(path: Path) -> None:
+def check_consumer_groups(path: Path, default_client_line: str | None = None) -> None:
+    """``default_client_line``: the line of a row whose cell is empty (None: not known here)."""
     seen: dict[str, int] = {}
     for number, row in _rows(path, GROUP_COLUMNS, GROUP_OPTIONAL_COLUMNS):
         group = _name(path, number, row, "consumer_group")
@@ -228,6 +230,15 @@ def check_consumer_groups(path: Path) -> None:
         if row["broker_cluster"]:
             _name(path, number, row, "broker_cluster")
         _choice(path, number, row, "dead_letter_enabled", BOOLEANS, ignore_case=True)
+        line = row["client_line"] or default_client_line
+        off = (row.get("dead_letter_enabled") or "").lower() == "false"
+        if off and line is not None and line != "cloud-5":
+            raise ConfigError(
+                f"{path}, row {number}, dead_letter_enabled: {row['dead_letter_enabled']!r} on a "
+                f"{line} group; only the managed service (cloud-5) can turn dead letters off, "
+                "open-source RocketMQ has no such switch (a group whose retryQueueNums is 0 or "
+                "less drops them: retry_queue_nums)"
+            )
         _retry_policy(path, number, row.get("group_retry_policy") or "")
 
 
@@ -240,9 +251,13 @@ def _retry_policy(path: Path, number: int, text: str) -> None:
         return
     where = f"{path}, row {number}, group_retry_policy"
     try:
-        policy = json.loads(text)
+        policy = json.loads(
+            text, parse_constant=_not_json_number, object_pairs_hook=_object_of_distinct_keys
+        )
     except json.JSONDecodeError as error:
         raise ConfigError(f"{where}: {text!r} is not JSON ({error.msg})") from None
+    except ValueError as error:  # what Spark's JSON reader would not read as this check does
+        raise ConfigError(f"{where}: {text!r} {error}") from None
     if not isinstance(policy, dict):
         raise ConfigError(f"{where}: {text!r} is not a JSON object")
     kind = policy.get("type") or "CUSTOMIZED"
@@ -279,6 +294,21 @@ def _retry_policy(path: Path, number: int, text: str) -> None:
                 f"{where}: exponentialRetryPolicy.{field} is {value!r}, "
                 f"not a whole number from {minimum} to {maximum}"
             )
+
+
+def _not_json_number(name: str) -> None:
+    """NaN and Infinity, which Python's reader takes and Spark's reads as no document at all."""
+    raise ValueError(f"holds {name}, which is not a JSON number")
+
+
+def _object_of_distinct_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object; a key given twice is refused, since Spark's reader takes the first and
+    Python's the last."""
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"gives {key!r} twice")
+    return dict(pairs)
 
 
 def _whole(value: object, minimum: int, maximum: int) -> bool:
@@ -365,9 +395,11 @@ def check_whatif_consumer_groups(path: Path, client_lines: dict[str, str]) -> No
 
 def check_configuration(project_dir: Path) -> None:
     """Raise ConfigError naming the file, row and value of the first problem found."""
+    check_project_vars(project_dir)
     seeds = project_dir / "seeds"
+    default_line = str(consumer_group_defaults(project_dir)["client_line"])
     check_delay_levels(seeds / "broker_delay_levels.csv")
-    check_consumer_groups(seeds / "consumer_groups.csv")
+    check_consumer_groups(seeds / "consumer_groups.csv", default_line)
     # The what-if scenarios (docs/whatif.md); a project without their seeds has none.
     groups = [
         row
@@ -379,8 +411,157 @@ def check_configuration(project_dir: Path) -> None:
     if (seeds / "whatif_delay_levels.csv").exists():
         check_whatif_delay_levels(seeds / "whatif_delay_levels.csv", clusters)
     if (seeds / "whatif_consumer_groups.csv").exists():
-        default_line = str(consumer_group_defaults(project_dir)["client_line"])
         check_whatif_consumer_groups(
             seeds / "whatif_consumer_groups.csv",
             {row["consumer_group"]: row["client_line"] or default_line for row in groups},
+        )
+
+
+# What each var of dbt_project.yml must be; the models, macros and the Python side read them
+# (a value the macros would cast to 0, or read as true, must not pass).
+def _whole_var(minimum: int, maximum: int = JAVA_INT):
+    def check(value: object) -> str | None:
+        if not _whole(value, minimum, maximum):
+            return f"is not a whole number from {minimum} to {maximum}"
+        return None
+
+    return check
+
+
+def _share_var(value: object) -> str | None:
+    if type(value) not in (int, float) or not 0 <= value <= 1:
+        return "is not a number from 0 to 1"
+    return None
+
+
+def _choice_var(allowed: tuple[str, ...]):
+    def check(value: object) -> str | None:
+        return None if value in allowed else f"is not one of {', '.join(allowed)}"
+
+    return check
+
+
+def _boolean_var(value: object) -> str | None:
+    return None if type(value) is bool else "is not true or false (unquoted)"
+
+
+def _name_var(value: object) -> str | None:
+    if not isinstance(value, str) or not value or value != value.strip():
+        return "is not a name"
+    return None
+
+
+def _broker_version_var(value: object) -> str | None:
+    if not isinstance(value, str) or not BROKER_VERSION.fullmatch(value):
+        return 'is not a version in quotes, such as "4.9" or "5.3"'
+    return None
+
+
+def _delays_var(value: object) -> str | None:
+    if not isinstance(value, list) or not value:
+        return "is not a non-empty list of delays in milliseconds"
+    if not all(_whole(delay, 0, LONGEST_WAIT_MS) for delay in value):
+        return f"holds a value that is not a delay from 0 ms to {LONGEST_WAIT}"
+    return None
+
+
+def _names_var(value: object) -> str | None:
+    if not isinstance(value, list) or not value or not all(map(_is_name, value)):
+        return "is not a non-empty list of names"
+    return None
+
+
+def _is_name(value: object) -> bool:
+    return _name_var(value) is None
+
+
+PROJECT_VARS = {
+    "retry_overdue_grace_seconds": _whole_var(0),
+    "consumer_group_defaults": {
+        "message_model": _choice_var(MESSAGE_MODELS),
+        "consume_mode": _choice_var(CONSUME_MODES),
+        "max_reconsume_times": _whole_var(-1),
+        "suspend_current_queue_time_millis": _whole_var(0, LONGEST_WAIT_MS),
+        "retry_queue_nums": _whole_var(-(2**31)),
+        "delay_level_when_next_consume": _whole_var(-(2**31)),
+        "broker_cluster": _name_var,
+        "client_line": _choice_var(CLIENT_LINES),
+        "consume_timeout_minutes": _whole_var(1, LONGEST_WAIT_MS // 60_000),
+        "retry_max_times": _whole_var(0),
+        "consumer_kind": _choice_var(CONSUMER_KINDS),
+        "dead_letter_enabled": _boolean_var,
+    },
+    "cloud_fifo_retry_interval_millis": _whole_var(0, LONGEST_WAIT_MS),
+    "customized_retry_policy_default_millis": _delays_var,
+    "exponential_retry_policy_default": {
+        "initial": _whole_var(0, LONGEST_WAIT_MS),
+        "max": _whole_var(0, LONGEST_WAIT_MS),
+        "multiplier": _whole_var(1),
+    },
+    "schedule_fit_min_redeliveries": _whole_var(1),
+    "default_broker_version": _broker_version_var,
+    "trace_clock_skew_hours": _whole_var(0, 24 * 36_525),
+    "delivery_attempt_attributes": _names_var,
+    "message_retention_hours": _whole_var(1, 24 * 36_525),
+    "broadcast_max_new_records": _whole_var(0),
+    "whatif_max_tries": _whole_var(1),
+    "outage_window": {
+        "bucket_minutes": _whole_var(1, 24 * 60),
+        "min_failure_rate": _share_var,
+        "min_buckets": _whole_var(1),
+        "min_failing_share": _share_var,
+        "min_failures_per_bucket": _whole_var(1),
+    },
+    "published_builds_kept": _whole_var(1),
+}
+
+
+def check_project_vars(project_dir: Path) -> None:
+    """The vars of dbt_project.yml the rules read, each of the type and range they need, before
+    dbt runs: a macro would read a word as 0 and a quoted "false" as true. A value dbt renders
+    (one with `{{ ... }}`, such as an env_var) is left to dbt."""
+    import yaml
+
+    path = project_dir / "dbt_project.yml"
+    text = path.read_text(encoding="utf-8")
+    root = yaml.compose(text)
+    values = (yaml.safe_load(text) or {}).get("vars") or {}
+
+    def line_of(*keys: str) -> int:
+        node = root
+        for key in ("vars", *keys):
+            node = next((v for k, v in getattr(node, "value", []) if k.value == key), node)
+        return node.start_mark.line + 1
+
+    def fail(keys: tuple[str, ...], value: object, problem: str) -> None:
+        raise ConfigError(
+            f"{path}, line {line_of(*keys)}, vars.{'.'.join(keys)}: {value!r} {problem}"
+        )
+
+    def check(keys: tuple[str, ...], value: object, rule) -> None:
+        if isinstance(value, str) and "{{" in value:
+            return
+        if isinstance(rule, dict):
+            if not isinstance(value, dict):
+                fail(keys, value, f"is not a mapping of {', '.join(rule)}")
+            for field, field_rule in rule.items():
+                if field not in value:
+                    fail(keys, value, f"has no {field}")
+                check((*keys, field), value[field], field_rule)
+            return
+        problem = rule(value)
+        if problem:
+            fail(keys, value, problem)
+
+    for name, rule in PROJECT_VARS.items():
+        if name not in values:
+            raise ConfigError(f"{path}: vars has no {name}, which the models read")
+        check((name,), values[name], rule)
+    defaults = values["consumer_group_defaults"]
+    if defaults["dead_letter_enabled"] is False and defaults["client_line"] != "cloud-5":
+        fail(
+            ("consumer_group_defaults", "dead_letter_enabled"),
+            False,
+            "on the default line, which is not cloud-5: only the managed service can turn dead "
+            "letters off",
         )

@@ -424,3 +424,121 @@ def test_retrylake_check_runs_the_check_alone(project: Path, capsys: pytest.Capt
     assert main(["check", "--project-dir", str(project)]) != 0
     error = capsys.readouterr().err
     assert "broker_delay_levels.csv, row 2, message_delay_level" in error and "5x" in error
+
+
+def test_a_broker_version_in_other_digits_than_ascii_is_refused(project: Path):
+    """Spark casts no other digits to int: a full-width version would read as no version and
+    take the 5.x broker's rules."""
+    seed = project / "seeds" / "broker_delay_levels.csv"
+    _replace(seed, "fast-cluster,5s 8s,4.9", "fast-cluster,5s 8s,\uff14.\uff19")
+    with pytest.raises(ConfigError, match="row 3, broker_version"):
+        check_configuration(project)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        # Spark's JSON reader reads no document with NaN, and takes the first of two keys
+        (
+            '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"x":NaN}}',
+            "holds NaN",
+        ),
+        ('{"type":"CUSTOMIZED","type":"EXPONENTIAL"}', "gives 'type' twice"),
+        ('{"customizedRetryPolicy":{"next":[1000],"next":[2000]}}', "gives 'next' twice"),
+    ],
+)
+def test_a_policy_spark_reads_otherwise_than_the_check_is_refused(
+    tmp_path: Path, policy: str, message: str
+):
+    seed = tmp_path / "consumer_groups.csv"
+    with seed.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(GROUP_COLUMNS)
+        writer.writerow(["grpc-orders", *[""] * 7, "grpc-5", "", policy, "3", "PUSH", "true"])
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_consumer_groups(seed)
+
+
+def test_only_a_cloud_5_group_turns_dead_letters_off(project: Path):
+    """Open-source RocketMQ has no switch for dead letters (spec §8.5): false on another line
+    would make the rules drop them."""
+    seed = project / "seeds" / "consumer_groups.csv"
+    _replace(
+        seed,
+        "cloud-fifo,CLUSTERING,ORDERLY,,,,,DefaultCluster,cloud-5,",
+        "cloud-fifo,CLUSTERING,ORDERLY,,,,,DefaultCluster,grpc-5,",
+    )
+    with pytest.raises(ConfigError, match="dead_letter_enabled: 'false' on a grpc-5 group"):
+        check_configuration(project)
+    _replace(  # the default line: remoting-4.9
+        seed,
+        "cloud-fifo,CLUSTERING,ORDERLY,,,,,DefaultCluster,grpc-5,",
+        "cloud-fifo,CLUSTERING,ORDERLY,,,,,DefaultCluster,,",
+    )
+    with pytest.raises(ConfigError, match=r"on a remoting-4\.9 group"):
+        check_configuration(project)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        # a word the macros would cast to 0: every failure straight to the DLQ
+        (
+            "    max_reconsume_times: -1\n",
+            "    max_reconsume_times: sixteen\n",
+            "vars.consumer_group_defaults.max_reconsume_times: 'sixteen' is not a whole number",
+        ),
+        # a quoted "false", which the macros would read as true
+        (
+            "    dead_letter_enabled: true\n",
+            '    dead_letter_enabled: "false"\n',
+            "vars.consumer_group_defaults.dead_letter_enabled: 'false' is not true or false",
+        ),
+        (
+            "    dead_letter_enabled: true\n",
+            "    dead_letter_enabled: false\n",
+            "only the managed service can turn dead letters off",
+        ),
+        (
+            "    consume_timeout_minutes: 15\n",
+            "    consume_timeout_minutes: 15m\n",
+            "vars.consumer_group_defaults.consume_timeout_minutes: '15m'",
+        ),
+        (
+            "    client_line: remoting-4.9\n",
+            "    client_line: remoting-4.8\n",
+            "is not one of remoting-4.9",
+        ),
+        ('default_broker_version: "4.9"', "default_broker_version: 4.10", "4.1 is not a version"),
+        (
+            "  exponential_retry_policy_default: {initial: 5000, max: 7200000, multiplier: 2}",
+            "  exponential_retry_policy_default: {initial: 5000, max: 7200000}",
+            "has no multiplier",
+        ),
+        ("    min_failure_rate: 0.5\n", "    min_failure_rate: 50\n", "from 0 to 1"),
+        ("  published_builds_kept: 10\n", "  published_builds_kept: 0\n", "from 1 to"),
+    ],
+)
+def test_a_bad_project_var_names_file_line_and_value(project: Path, old: str, new: str, named: str):
+    """The vars of dbt_project.yml are the configuration too: checked before any table changes,
+    with the line of the value."""
+    path = project / "dbt_project.yml"
+    _replace(path, old, new)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if new.strip() in text)
+    with pytest.raises(ConfigError) as error:
+        check_configuration(project)
+    assert f"{path}, line {line}, " in str(error.value)
+    assert named in str(error.value)
+
+
+def test_a_var_dbt_renders_is_left_to_dbt(project: Path):
+    path = project / "dbt_project.yml"
+    _replace(
+        path,
+        "  trace_clock_skew_hours: 24\n",
+        "  trace_clock_skew_hours: \"{{ env_var('SKEW_HOURS', 24) }}\"\n",
+    )
+    check_configuration(project)
+    path.write_text(path.read_text().replace("  whatif_max_tries: 1000\n", ""))
+    with pytest.raises(ConfigError, match="vars has no whatif_max_tries"):
+        check_configuration(project)
