@@ -405,7 +405,7 @@ def _whatif(args: argparse.Namespace) -> None:
         from retrylake.scenarios import write_scenario_seeds
 
         scenario, out = args.write_seeds
-        write_scenario_seeds(_project_dir(args) / "seeds", scenario, Path(out))
+        write_scenario_seeds(_project_dir(args), scenario, Path(out))
         print(f"wrote the seeds with scenario {scenario!r} applied to {out}")
         return
     print(
@@ -422,6 +422,8 @@ def _whatif(args: argparse.Namespace) -> None:
 def _serve(args: argparse.Namespace) -> None:
     from retrylake.server import serve
 
+    if not 1 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a TCP port (1 to 65535)")
     serve(_lakehouse(args), host=args.host, port=args.port, **_spark(args))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import sys
 import threading
@@ -19,7 +20,11 @@ from retrylake.build_inputs import (
     judgement_inputs,
     runtime_fingerprint,
 )
-from retrylake.config_check import check_configuration
+from retrylake.config_check import (
+    check_configuration,
+    check_consumer_groups,
+    check_delay_levels,
+)
 from retrylake.dbt_runner import run_dbt
 from retrylake.errors import (
     LakehouseBusyError,
@@ -246,8 +251,16 @@ def whatif(
     ledger the last build left, then return the per-scenario, per-group summary. The ledger's
     tables are not rebuilt, so the last build's fingerprint still holds."""
     from retrylake.analyst.query import render, run_query
+    from retrylake.scenarios import scenario_names
 
     check_configuration(project_dir)
+    unknown = sorted(set(scenarios or ()) - set(scenario_names(project_dir / "seeds")))
+    if unknown:  # checked before a build of minutes, not after it with an empty table
+        raise UsageError(
+            f"--scenario: no scenario {', '.join(map(repr, unknown))} in "
+            f"{project_dir / 'seeds'}/whatif_*.csv; scenarios: "
+            f"{', '.join(scenario_names(project_dir / 'seeds')) or 'none'}"
+        )
     lakehouse.check_landing_exists()
     with lakehouse.lock():
         lakehouse.claim_landing(full_refresh=False)
@@ -460,15 +473,18 @@ def generate(
         offline_groups.append((group, int(_utc_instant("--offline", time_text).timestamp() * 1000)))
     versions = tuple(v for value in client_versions for v in value.split(",") if v)
     unknown = [version for version in versions if version not in CLIENT_VERSIONS]
-    if unknown:
+    if unknown or not versions:
         raise UsageError(
-            f"--client-versions: unknown {', '.join(unknown)}; "
+            f"--client-versions: {'unknown ' + ', '.join(unknown) if unknown else 'none named'}; "
             f"choose from {', '.join(CLIENT_VERSIONS)}"
         )
-    if messages < 0 or hours <= 0:
-        raise UsageError("--messages must be 0 or more and --hours more than 0")
+    if messages < 0 or not (math.isfinite(hours) and hours > 0):
+        raise UsageError("--messages must be 0 or more and --hours a number more than 0")
     if grpc5_settings_from_seeds and seeds is None:
         raise UsageError("--grpc5-settings-from-seeds needs --seeds DIR")
+    if seeds is not None:  # the deployment it simulates, checked as a build checks it
+        check_delay_levels(seeds / "broker_delay_levels.csv")
+        check_consumer_groups(seeds / "consumer_groups.csv")
     grpc5_messages = grpc5_messages_for(messages, grpc5_messages)
     config = GeneratorConfig(
         out=out.resolve(),

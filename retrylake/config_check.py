@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from retrylake.errors import ConfigError
-from retrylake.project import consumer_group_defaults
+from retrylake.project import consumer_group_defaults, project_file
 from spark_udfs import DelayLevelError, parse_delay_levels
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
@@ -522,7 +522,7 @@ def check_project_vars(project_dir: Path) -> None:
     (one with `{{ ... }}`, such as an env_var) is left to dbt."""
     import yaml
 
-    path = project_dir / "dbt_project.yml"
+    path = project_file(project_dir)
     text = path.read_text(encoding="utf-8")
     root = yaml.compose(text)
     values = (yaml.safe_load(text) or {}).get("vars") or {}

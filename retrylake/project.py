@@ -13,16 +13,22 @@ from retrylake.errors import ProjectError
 DEFAULT_PROJECT_DIR = Path(retrylake.__file__).resolve().parents[1]
 
 
-@functools.cache
-def project_vars(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict:
-    import yaml
-
+def project_file(project_dir: Path) -> Path:
+    """The project's dbt_project.yml; a folder without one is no dbt project."""
     path = project_dir / "dbt_project.yml"
     if not path.is_file():
         raise ProjectError(
             f"{path} not found; retrylake reads its settings from the dbt project's "
             "dbt_project.yml (give the project folder with --project-dir)"
         )
+    return path
+
+
+@functools.cache
+def project_vars(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict:
+    import yaml
+
+    path = project_file(project_dir)
     with path.open(encoding="utf-8") as handle:
         return (yaml.safe_load(handle) or {}).get("vars") or {}
 

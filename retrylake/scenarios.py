@@ -8,7 +8,13 @@ import csv
 import shutil
 from pathlib import Path
 
-from retrylake.config_check import OBSERVED_SCENARIO
+from retrylake.config_check import (
+    GROUP_COLUMNS,
+    OBSERVED_SCENARIO,
+    check_configuration,
+    check_consumer_groups,
+    check_delay_levels,
+)
 from retrylake.errors import UsageError
 
 # The group settings a scenario may change, by their names in consumer_groups.csv.
@@ -37,10 +43,13 @@ def scenario_names(seeds: Path) -> list[str]:
     return sorted(names)
 
 
-def write_scenario_seeds(seeds: Path, scenario: str, out: Path) -> None:
-    """Copy the seeds folder to ``out`` with ``scenario``'s settings in consumer_groups.csv and
-    broker_delay_levels.csv (a cluster the delay table lacks gets a row of its own, with the
-    default row's broker version)."""
+def write_scenario_seeds(project_dir: Path, scenario: str, out: Path) -> None:
+    """Copy the project's seeds folder to ``out`` with ``scenario``'s settings in
+    consumer_groups.csv and broker_delay_levels.csv (a cluster the delay table lacks gets a row
+    of its own, with the default row's broker version). The project's seeds are checked first,
+    as a build checks them, and so is what is written."""
+    check_configuration(project_dir)
+    seeds = project_dir / "seeds"
     known = scenario_names(seeds)
     if scenario != OBSERVED_SCENARIO and scenario not in known:
         raise UsageError(
@@ -58,10 +67,15 @@ def write_scenario_seeds(seeds: Path, scenario: str, out: Path) -> None:
         for row in _read(seeds / "whatif_consumer_groups.csv")[1]
         if row["scenario"] == scenario
     }
+    # a setting in a column the seed was written without (an optional one): the column is added
+    changed_columns = {
+        column for row in changes.values() for column in GROUP_SETTINGS if row[column]
+    }
+    group_columns = [c for c in GROUP_COLUMNS if c in group_columns or c in changed_columns]
     for row in groups:
         change = changes.pop(row["consumer_group"], None)
         for column in GROUP_SETTINGS:
-            if change and change.get(column) and column in group_columns:
+            if change and change.get(column):
                 row[column] = change[column]
     if changes:
         raise UsageError(
@@ -88,3 +102,5 @@ def write_scenario_seeds(seeds: Path, scenario: str, out: Path) -> None:
             added["broker_version"] = default_version
         clusters.append(added)
     _write(out / "broker_delay_levels.csv", delay_columns, clusters)
+    check_delay_levels(out / "broker_delay_levels.csv")
+    check_consumer_groups(out / "consumer_groups.csv")

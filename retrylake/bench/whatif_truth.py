@@ -98,13 +98,13 @@ def generator_config(out: Path, messages: int, seed: int) -> GeneratorConfig:
 
 
 def truth_under_scenario(
-    config: GeneratorConfig, seeds: Path, scenario: str, workdir: Path
+    config: GeneratorConfig, project_dir: Path, scenario: str, workdir: Path
 ) -> dict[tuple[str, str], dict]:
     """Run B: run A's traffic (``config``) generated under ``scenario``'s settings in
     ``workdir``; its ground truth by (group, msgId)."""
     from retrylake.scenarios import write_scenario_seeds
 
-    write_scenario_seeds(seeds, scenario, workdir / "seeds")
+    write_scenario_seeds(project_dir, scenario, workdir / "seeds")
     run_b = replace(config, out=workdir / "landing")
     generate(run_b, seeds_dir=workdir / "seeds")
     return {(row["consumer_group"], row["msg_id"]): row for row in read_ground_truth(run_b.out)}
@@ -150,7 +150,7 @@ def measure(root: Path, messages: int, seed: int, project_dir: Path) -> dict:
     groups = []
     for scenario in sorted(scenario_names(project_dir / "seeds")):
         _log(f"generating run B under {scenario} ...")
-        truth_b = truth_under_scenario(config, project_dir / "seeds", scenario, root / scenario)
+        truth_b = truth_under_scenario(config, project_dir, scenario, root / scenario)
         groups += compare_scenario(scenario, predictions, compared, truth_b)
         shutil.rmtree(root / scenario)
     observed = _observed_in_a(truth_a, compared)
