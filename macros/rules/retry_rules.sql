@@ -168,15 +168,16 @@
     `gap_ms` runs from the previous delivery's end, `start_gap_ms` from its start;
     `expected_delay_ms` is what the rules waited after the failure (null unless they retry);
     `fallback_delay_ms` the delay of level 3 + r, which the broker's send-back (no level asked)
-    and the client's fallback use; `nearest_level_delay_ms` the delay of the cluster's level
-    closest to the gap.
+    and the client's fallback use; `timeout_delay_ms` the delay of level 3 (clamped to the
+    table), which the expiry cleaner asks for; `nearest_level_delay_ms` the delay of the
+    cluster's level closest to the gap.
     - RESENT: the message entered the DLQ before, and comes again with its count restarted (an
       operator re-sent it as a new message);
     - DUPLICATE_DELIVERY: the same or a lower count again (a rebalance, a crash before the
       offset commit, an offset reset);
     - UNEXPLAINED: a count more than one ahead;
-    - CONSUME_TIMEOUT: r + 1 between consumeTimeout and twice that (+ level 3, 10 s) after the
-      previous start, which took longer than consumeTimeout or is still running (§3.6);
+    - CONSUME_TIMEOUT: r + 1 between consumeTimeout and twice that (+ level 3's delay) after
+      the previous start, which took longer than consumeTimeout or is still running (§3.6);
     - PARTIAL_BATCH_ACK: r + 1 after level 3 + r from the end of a delivery traced as success:
       the listener acked the batch only up to ackIndex (§3.3);
     - SCHEDULED: the rules' delay (or later: the consumer came late);
@@ -189,7 +190,8 @@
 {% macro redelivery_cause(previous_outcome, previous_dead_lettered, previous_reconsume_times,
                           reconsume_times, gap_ms, start_gap_ms, previous_took_ms,
                           consume_timeout_ms, expected_delay_ms, fallback_delay_ms,
-                          nearest_level_delay_ms, consume_mode, remoting_client='true') -%}
+                          timeout_delay_ms, nearest_level_delay_ms, consume_mode,
+                          remoting_client='true') -%}
     case
         when
             {{ previous_dead_lettered }}
@@ -201,7 +203,7 @@
             {{ remoting_client }} and {{ consume_mode }} <> 'ORDERLY'
             and coalesce({{ previous_took_ms }} >= {{ consume_timeout_ms }}, true)
             and {{ start_gap_ms }} >= {{ consume_timeout_ms }}
-            and {{ start_gap_ms }} <= 2 * {{ consume_timeout_ms }} + 10000 + 2000
+            and {{ start_gap_ms }} <= 2 * {{ consume_timeout_ms }} + {{ timeout_delay_ms }} + 2000
             then 'CONSUME_TIMEOUT'
         when
             {{ remoting_client }} and {{ previous_outcome }} = 'SUCCESS'

@@ -146,11 +146,12 @@ broker_log_window as (
     from broker_forwards
 ),
 
--- What the copies say about each group's real maxReconsumeTimes: a copy written by the count
--- cut-off stores the failed delivery's count + 1 (broker path, §1.2) or its own count (orderly
--- 4.9.x client, §3.5), so that count is the max the consumer ran with. Client-fallback copies
--- (§3.4) reach the DLQ one attempt early on 4.9.x and are left out. The most common count is
--- the implied max.
+-- What the copies say about each remoting group's real maxReconsumeTimes: a copy written by the
+-- count cut-off stores the failed delivery's count + 1 (broker path, §1.2) or its own count
+-- (orderly 4.9.x client, §3.5), so that count is the max the consumer ran with. Client-fallback
+-- copies (§3.4) reach the DLQ one attempt early on 4.9.x and are left out. The most common count
+-- is the implied max. A 5.x gRPC group's copies count otherwise (r + 2, or 1 from a FIFO client,
+-- §8.3) and its cut-off is retryMaxTimes, not maxReconsumeTimes: it implies no max here.
 cut_off_copies as (
     select
         copies.consumer_group,
@@ -160,7 +161,9 @@ cut_off_copies as (
     from copies
     inner join consumer_groups
         on copies.consumer_group = consumer_groups.consumer_group
-    where not {{ is_client_fallback_copy('consumer_groups.consume_mode', 'copies.delay_property') }}
+    where
+        not {{ is_client_fallback_copy('consumer_groups.consume_mode', 'copies.delay_property') }}
+        and not {{ is_grpc_client_line('consumer_groups.client_line') }}
 ),
 
 implied_max_candidates as (

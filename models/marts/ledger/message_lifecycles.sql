@@ -169,7 +169,8 @@ last_deliveries as (
 -- delivery's r + 1 (the broker's send-back) or r (an orderly 4.9.x client's copy), or from a later
 -- delivery the trace never saw when it counts more and was stored after the last traced start.
 -- An older entry (before an operator re-sent the message, whose count starts again at 0) does
--- not count. A 5.x broker's DLQ log line names no count: one logged after the last delivery
+-- not count. A 5.x gRPC group's copy counts r + 2, or 1 from a FIFO client (§8.3), so there, as
+-- for a 5.x broker's DLQ log line, which names no count, one stored after the last delivery
 -- started.
 with_dead_letters as (
     select
@@ -184,7 +185,10 @@ with_dead_letters as (
                     last_deliveries.last_reconsume_times, last_deliveries.last_reconsume_times + 1
                 )
                 or (
-                    copy.reconsume_times > last_deliveries.last_reconsume_times + 1
+                    (
+                        copy.reconsume_times > last_deliveries.last_reconsume_times + 1
+                        or {{ is_grpc_client_line('last_deliveries.client_line') }}
+                    )
                     and copy.stored_at >= last_deliveries.last_consume_at
                 )
             ),

@@ -87,7 +87,9 @@ with_rules as (
         cast(consumer_groups.consume_timeout_minutes as bigint) * 60000 as consume_timeout_ms,
         {{ escalated_delay_level(
             'redelivered.previous_reconsume_times', '0', 'highest_levels.max_delay_level'
-        ) }} as fallback_delay_level
+        ) }} as fallback_delay_level,
+        -- the expiry cleaner's send-back asks for level 3 (§3.6), clamped as any level
+        least(3, highest_levels.max_delay_level) as timeout_delay_level
     from redelivered
     left join decisions as previous_decision
         on
@@ -135,6 +137,7 @@ classified as (
     select
         with_rules.*,
         fallback_levels.delay_ms as fallback_delay_ms,
+        timeout_levels.delay_ms as timeout_delay_ms,
         nearest_levels.nearest_level_delay_ms,
         (
             with_rules.previous_decision = 'DLQ'
@@ -145,6 +148,10 @@ classified as (
         on
             with_rules.delay_cluster = fallback_levels.broker_cluster
             and with_rules.fallback_delay_level = fallback_levels.level
+    left join delay_levels as timeout_levels
+        on
+            with_rules.delay_cluster = timeout_levels.broker_cluster
+            and with_rules.timeout_delay_level = timeout_levels.level
     left join nearest_levels
         on
             with_rules.consumer_group = nearest_levels.consumer_group
@@ -175,7 +182,7 @@ final as (
             'previous_outcome', 'coalesce(previous_dead_lettered, false)',
             'previous_reconsume_times', 'reconsume_times', 'gap_ms', 'start_gap_ms',
             'previous_took_ms', 'consume_timeout_ms', 'expected_delay_ms', 'fallback_delay_ms',
-            'nearest_level_delay_ms', 'consume_mode', 'not is_grpc'
+            'timeout_delay_ms', 'nearest_level_delay_ms', 'consume_mode', 'not is_grpc'
         ) }} as redelivery_cause,
         lifecycle_date,
         lifecycle_hour
