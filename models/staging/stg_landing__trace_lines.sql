@@ -36,6 +36,10 @@ parsed as (
     from physical_lines
 ),
 
+-- A body sent as bytes is decoded as UTF-8 (spec §5.5). A client before 5.3.1 encoded it in the
+-- JVM's platform charset (GBK, say): its ASCII fields (ids, counts, times, flags) read the same,
+-- and only non-ASCII keys or tags have bytes that are not UTF-8. Those become U+FFFD and the
+-- records are kept, rather than the whole trace message's deliveries lost.
 decoded as (
     select
         parsed.source_file,
@@ -47,19 +51,30 @@ decoded as (
     from parsed
 ),
 
+decoded_text as (
+    select
+        decoded.*,
+        if(
+            is_valid_utf8(cast(decoded.body_bytes as string)),
+            cast(decoded.body_bytes as string),
+            make_valid_utf8(cast(decoded.body_bytes as string))
+        ) as body_bytes_text
+    from decoded
+),
+
 checked as (
     select
-        decoded.source_file,
-        decoded.line_number,
-        decoded.line_text,
+        decoded_text.source_file,
+        decoded_text.line_number,
+        decoded_text.line_text,
         trace_message.`msgId` as trace_msg_id,
         cast(trace_message.`storeTimestamp` as bigint) as store_ts_ms,
         trace_message.`storeHost` as store_host,
         trace_message.`keys` as trace_keys,
-        coalesce(trace_message.`body`, cast(decoded.body_bytes as string)) as body,
+        coalesce(trace_message.`body`, decoded_text.body_bytes_text) as body,
         case
-            when decoded.line_read_error is not null then decoded.line_read_error
-            when decoded.trace_message is null or trace_message.`_corrupt_record` is not null
+            when decoded_text.line_read_error is not null then decoded_text.line_read_error
+            when decoded_text.trace_message is null or trace_message.`_corrupt_record` is not null
                 then 'not a valid JSON object'
             when trace_message.`msgId` is null or trace_message.`msgId` = '' then 'missing msgId'
             when not coalesce(trace_message.`storeTimestamp` rlike '^[0-9]+$', false)
@@ -68,12 +83,10 @@ checked as (
                 then 'storeTimestamp is out of range: ' || left(trace_message.`storeTimestamp`, 40)
             when trace_message.`body` is null and trace_message.`bodyBase64` is null
                 then 'neither body nor bodyBase64'
-            when trace_message.`body` is null and decoded.body_bytes is null
+            when trace_message.`body` is null and decoded_text.body_bytes is null
                 then 'bodyBase64 is not valid base64'
-            when not is_valid_utf8(coalesce(trace_message.`body`, cast(decoded.body_bytes as string)))
-                then 'body is not valid UTF-8'
         end as line_error
-    from decoded
+    from decoded_text
 ),
 
 final as (

@@ -230,12 +230,16 @@ def bad_landing(spark, lakehouse: Lakehouse, bad_landing_folder: Path):
             T0 + 40_030,
         ),
     ]
-    bad_utf8 = base64.b64encode(b"SubBefore\x01\xff\xfe\x02").decode()
+    # a 4.9.x client on a JVM whose platform charset is GBK encodes the body in it (spec §5.4):
+    # the KEYS 订单 are bytes that are not UTF-8, the rest of the records ASCII
+    gbk_body = _before(T0 + 700, "R22", "M11", 0, keys="订单")
+    gbk_body += _after(T0 + 720, "R22", "M11", True)
+    gbk = base64.b64encode(gbk_body.encode("gbk")).decode()
     bad = [
         "this is not JSON",
         "",
         json.dumps({"msgId": "T9", "storeTimestamp": "12x", "body": "x"}),
-        json.dumps({"msgId": "T8", "storeTimestamp": T0, "bodyBase64": bad_utf8}),
+        json.dumps({"msgId": "T8", "storeTimestamp": T0 + 40_040, "bodyBase64": gbk}),
         _line(7, "Mystery\u0001x\u0002", T0 + 1),
         _line(8, "SubBefore\u00011\u0002", T0 + 2),
         _line(9, "SubBefore\u0001soon\u0001r\u0001g\u0001R\u0001M\u00010\u0001k\u0002", T0 + 3),
@@ -303,7 +307,6 @@ def test_bad_lines_and_records_are_quarantined_with_a_reason(spark, bad_landing)
             ("mixed.jsonl", 4, "not a valid JSON object"),
             ("mixed.jsonl", 5, "empty line"),
             ("mixed.jsonl", 6, "storeTimestamp missing or not a number"),
-            ("mixed.jsonl", 7, "body is not valid UTF-8"),
             ("mixed.jsonl", 8, "unknown trace record kind: Mystery"),
             ("mixed.jsonl", 9, "SubBefore record with 2 fields (expected 8 or 9)"),
             ("mixed.jsonl", 10, "SubBefore field 1 is not a number: soon"),
@@ -400,6 +403,7 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
         "M8": ("CONSUMED", 1),
         "M9": ("CONSUMED", 1),  # a U+FFFD in a valid file is a character of its KEYS
         "M10": ("CONSUMED", 1),  # ... and in a file whose other line has bad bytes
+        "M11": ("CONSUMED", 1),  # a body in GBK: its records are read
     }
     decisions = rows(
         spark,
@@ -426,6 +430,9 @@ def test_the_good_lifecycles_are_built_as_the_spec_says(spark, bad_landing):
     assert keys == "caf\ufffd"
     keys = spark.sql("select keys from consume_attempts where msg_id = 'M10'").first()[0]
     assert keys == "\ufffd-\u00e9"
+    # the GBK bytes of 订单 as UTF-8 reads them: each invalid sequence one U+FFFD
+    keys = spark.sql("select keys from consume_attempts where msg_id = 'M11'").first()[0]
+    assert keys == "订单".encode("gbk").decode("utf-8", "replace") == "\ufffd" * 4
 
 
 def _fingerprint(root: Path) -> dict[str, tuple[int, str]]:
