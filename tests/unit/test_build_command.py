@@ -48,6 +48,16 @@ def lakehouse(tmp_path: Path) -> Lakehouse:
     return house
 
 
+def _project_copy(tmp_path: Path) -> Path:
+    """The project's dbt files in a folder of the test's own, to change."""
+    project = tmp_path / "project"
+    for name in ("models", "macros", "seeds", "profiles"):
+        shutil.copytree(PROJECT_DIR / name, project / name)
+    for name in ("dbt_project.yml", "selectors.yml"):
+        shutil.copy(PROJECT_DIR / name, project / name)
+    return project
+
+
 def _left_out(command: list[str]) -> bool:
     return any(command[i : i + 2] == LEFT_OUT for i in range(len(command)))
 
@@ -257,11 +267,7 @@ def test_a_build_after_the_seeds_changed_says_so_until_a_full_build(
     """The history keeps the judgements it was built with: after a seed of the ledger changes,
     every build that runs and is not a full build of the whole ledger, seeds included, says what
     changed."""
-    project = tmp_path / "project"
-    for name in ("models", "macros", "seeds", "profiles"):
-        shutil.copytree(PROJECT_DIR / name, project / name)
-    for name in ("dbt_project.yml", "selectors.yml"):
-        shutil.copy(PROJECT_DIR / name, project / name)
+    project = _project_copy(tmp_path)
     groups = project / "seeds" / "consumer_groups.csv"
     was, now = (
         "inventory-sync,CLUSTERING,CONCURRENTLY,3,",
@@ -356,11 +362,7 @@ def test_only_a_full_refresh_of_everything_moves_a_lakehouse_to_another_landing(
 
 
 def _project_with_a_bad_seed(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    for name in ("models", "macros", "seeds", "profiles"):
-        shutil.copytree(PROJECT_DIR / name, project / name)
-    for name in ("dbt_project.yml", "selectors.yml"):
-        shutil.copy(PROJECT_DIR / name, project / name)
+    project = _project_copy(tmp_path)
     levels = project / "seeds" / "broker_delay_levels.csv"
     levels.write_text(levels.read_text().replace(" 5s ", " 5x ", 1))
     return project
