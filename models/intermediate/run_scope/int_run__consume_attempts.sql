@@ -187,17 +187,57 @@ deliveries as (
     select * from grpc_deliveries
 ),
 
+-- A 5.x message's attempt numbers order its deliveries, not its consumer hosts' clocks, which
+-- differ (docs/rocketmq5-inputs.md): a later attempt logged a second before an earlier one on
+-- another host still comes after it. An attempt no higher than the one before it in time, and a
+-- minute or more after it, starts a new run of attempts: the message was re-sent after its DLQ
+-- entry (or delivered again at that attempt). The trace's deliveries keep their order in time.
+attempt_runs as (
+    select
+        *,
+        sum(
+            case
+                when
+                    attempt_source <> 'TRACE'
+                    and reconsume_times <= previous_reconsume_times
+                    and unix_millis(consume_started_at) - unix_millis(previous_started_at) >= 60000
+                    then 1
+                else 0
+            end
+        ) over (
+            partition by consumer_group, msg_id
+            order by consume_started_at, reconsume_times, request_id
+            rows between unbounded preceding and current row
+        ) as attempt_run
+    from (
+        select
+            *,
+            lag(reconsume_times) over in_time as previous_reconsume_times,
+            lag(consume_started_at) over in_time as previous_started_at
+        from deliveries
+        window in_time as (
+            partition by consumer_group, msg_id
+            order by consume_started_at, reconsume_times, request_id
+        )
+    ) as timed
+),
+
 sequenced as (
     select
         *,
         row_number() over delivery_order as delivery_number,
         min(consume_started_at) over lifecycle as first_consume_at
-    from deliveries
+    from attempt_runs
     window
         lifecycle as (partition by consumer_group, msg_id),
         delivery_order as (
             partition by consumer_group, msg_id
-            order by consume_started_at, reconsume_times, request_id
+            order by
+                attempt_run,
+                case when attempt_source <> 'TRACE' then reconsume_times end,
+                consume_started_at,
+                reconsume_times,
+                request_id
         )
 ),
 
