@@ -25,25 +25,45 @@ default_cluster as (
 traced_groups as (
     select distinct
         consumer_group,
-        {{ consumer_group_default('client_line') }} as client_line
+        {{ consumer_group_default('client_line') }} as client_line,
+        cast(null as string) as consumer_kind,
+        cast(null as string) as consume_mode
     from {{ ref('stg_trace__consumer_groups') }}
 ),
 
--- A group seen only in the 5.x inputs is a gRPC consumer: the open-source line by default.
-grpc_groups as (
-    select distinct
+-- What the 5.x inputs tell of a group: a process span is a push consumer's (a SimpleConsumer
+-- writes none), a listener event names its kind, and a delivery with a message group is a FIFO
+-- group's (observability §5.2).
+grpc_deliveries as (
+    select
         consumer_group,
-        'grpc-5' as client_line
+        'PUSH' as consumer_kind,
+        message_group
     from {{ ref('stg_otel__process_spans') }}
     where span_error is null
 
-    union
+    union all
 
-    select distinct
+    select
         consumer_group,
-        'grpc-5' as client_line
+        consumer_kind,
+        message_group
     from {{ ref('stg_landing__consume_event_lines') }}
     where line_error is null
+),
+
+-- A group seen only in the 5.x inputs is a gRPC consumer: the open-source line by default, of
+-- the kind most of its deliveries show, FIFO (ORDERLY) when any names a message group.
+grpc_groups as (
+    select
+        consumer_group,
+        'grpc-5' as client_line,
+        if(
+            count_if(consumer_kind = 'SIMPLE') > count_if(consumer_kind = 'PUSH'), 'SIMPLE', 'PUSH'
+        ) as consumer_kind,
+        if(count(message_group) > 0, 'ORDERLY', null) as consume_mode
+    from grpc_deliveries
+    group by consumer_group
 ),
 
 seen_groups as (
@@ -54,10 +74,13 @@ seen_groups as (
         on grpc_groups.consumer_group = traced_groups.consumer_group
 ),
 
+-- A group the seed lacks takes RocketMQ's defaults, but for what its deliveries show.
 unconfigured as (
     select
         seen_groups.consumer_group,
-        seen_groups.client_line
+        seen_groups.client_line,
+        seen_groups.consumer_kind,
+        seen_groups.consume_mode
     from seen_groups
     left anti join configured
         on seen_groups.consumer_group = configured.consumer_group
@@ -74,7 +97,7 @@ all_groups as (
     select
         consumer_group,
         {{ consumer_group_default('message_model') }} as message_model,
-        {{ consumer_group_default('consume_mode') }} as consume_mode,
+        coalesce(consume_mode, {{ consumer_group_default('consume_mode') }}) as consume_mode,
         {{ consumer_group_default('max_reconsume_times') }} as max_reconsume_times,
         {{ consumer_group_default('suspend_current_queue_time_millis') }}
             as suspend_current_queue_time_millis,
@@ -86,7 +109,7 @@ all_groups as (
         {{ consumer_group_default('consume_timeout_minutes') }} as consume_timeout_minutes,
         cast(null as string) as group_retry_policy,
         cast({{ consumer_group_default('retry_max_times') }} as string) as retry_max_times,
-        {{ consumer_group_default('consumer_kind') }} as consumer_kind,
+        coalesce(consumer_kind, {{ consumer_group_default('consumer_kind') }}) as consumer_kind,
         cast({{ consumer_group_default('dead_letter_enabled') }} as string) as dead_letter_enabled,
         'default' as settings_source
     from unconfigured
