@@ -25,7 +25,7 @@ from retrylake.config_check import (
     check_consumer_groups,
     check_delay_levels,
 )
-from retrylake.dbt_runner import run_dbt
+from retrylake.dbt_runner import run_dbt, without_vars
 from retrylake.errors import (
     LakehouseBusyError,
     LandingError,
@@ -295,11 +295,11 @@ def dbt(
     lakehouse.check_landing_exists()
     full_refresh = bool(FULL_REFRESH_FLAGS & set(args))
     # Only a plain `build`, seeds and all, is known to judge the whole ledger: any other option
-    # may narrow it (--select, -s, --model, --exclude-resource-type, --empty, ...); a plain
-    # `run` rebuilds every model too, the staging tables of the landing among them.
-    plain = set(args[1:]) <= FULL_REFRESH_FLAGS
-    whole = args[0] == "build" and plain
-    every_model = args[0] in ("build", "run") and plain
+    # may narrow it (--select, -s, --model, --exclude-resource-type, --empty, ...).
+    whole = args[0] == "build" and set(args[1:]) <= FULL_REFRESH_FLAGS
+    # A `build` or `run` that selects nothing rebuilds every model, the landing's staging tables
+    # among them, whatever else it is told (--debug, --threads 4).
+    every_model = args[0] in ("build", "run") and not _narrows_selection(args[1:])
     judges_ledger = args[0] in ("build", "run")
     with lakehouse.lock():
         if judges_ledger:
@@ -318,11 +318,23 @@ def dbt(
 
 
 FULL_REFRESH_FLAGS = {"--full-refresh", "-f"}
+# dbt options that choose fewer nodes than the project's default selection
+SELECTION_OPTIONS = (
+    "-s", "--select", "-m", "--models", "--model", "--exclude", "--selector",
+    "--resource-type", "--resource-types", "--exclude-resource-type",
+    "--exclude-resource-types", "--empty", "--inline",
+)  # fmt: skip
+
+
+def _narrows_selection(options: list[str]) -> bool:
+    return any(option.split("=", 1)[0] in SELECTION_OPTIONS for option in options)
 
 
 def _check_passthrough(args: list[str]) -> None:
     """What `retrylake dbt --` cannot pass on as given: options before the dbt command (which
     would hide the command from the checks above) and another project than the one checked."""
+    if args[:1] in (["--version"], ["-h"], ["--help"]):
+        return
     if not args or args[0].startswith("-"):
         raise UsageError(
             "give the dbt command first, then its options (dbt takes its global options there "
@@ -334,6 +346,7 @@ def _check_passthrough(args: list[str]) -> None:
                 "give --project-dir to retrylake, before --: it checks that project's seeds "
                 "before dbt runs, e.g. retrylake dbt --project-dir DIR -- build"
             )
+    without_vars(args)  # a --vars dbt cannot be given is refused before anything starts
 
 
 # What `retrylake build --exclude` may leave out and still build every seed and model.

@@ -503,7 +503,7 @@ PROJECT_VARS = {
     "trace_clock_skew_hours": _whole_var(0, 24 * 36_525),
     "delivery_attempt_attributes": _names_var,
     "message_retention_hours": _whole_var(1, 24 * 36_525),
-    "broadcast_max_new_records": _whole_var(0),
+    "broadcast_max_new_records": _whole_var(0, JAVA_LONG),
     "whatif_max_tries": _whole_var(1),
     "outage_window": {
         "bucket_minutes": _whole_var(1, 24 * 60),

@@ -16,7 +16,7 @@ from spark_udfs.snapshots import PUBLISHED_FOLDER, current_build
 def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> list[str]:
     """Complete a dbt command line with the project, profile and lakehouse-local paths, and the
     lakehouse's landing among the ``--vars`` (a user's own are kept beside it)."""
-    args, user_vars = _without_vars(command)
+    args, user_vars = without_vars(command)
     defaults = {
         "--project-dir": str(project_dir),
         "--profiles-dir": str(project_dir / "profiles"),
@@ -35,7 +35,7 @@ def dbt_args(command: list[str], project_dir: Path, lakehouse: Lakehouse) -> lis
     return [*args, "--vars", yaml.safe_dump(merged, default_flow_style=True, width=2**31).strip()]
 
 
-def _without_vars(command: list[str]) -> tuple[list[str], dict | None]:
+def without_vars(command: list[str]) -> tuple[list[str], dict | None]:
     """The command without its ``--vars`` option, and that option's variables (None: none)."""
     args: list[str] = []
     given: list[str] = []

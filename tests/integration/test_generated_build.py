@@ -709,7 +709,7 @@ def test_whatif_predicts_a_run_under_other_settings(generated, whatif_summary, l
     assert scenarios == ["inventory-16", "max-5", "shorter-ladder"]
     misses = []
     for scenario in scenarios:
-        truth_b = truth_under_scenario(config, PROJECT_DIR / "seeds", scenario, tmp_path / scenario)
+        truth_b = truth_under_scenario(config, PROJECT_DIR, scenario, tmp_path / scenario)
         groups = compare_scenario(scenario, predictions, compared, truth_b)
         assert groups, scenario
         for row in groups:

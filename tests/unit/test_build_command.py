@@ -356,7 +356,8 @@ def test_only_a_full_refresh_of_everything_moves_a_lakehouse_to_another_landing(
     for house in (lakehouse, other):  # the failed move leaves both landings refused
         with pytest.raises(LandingError, match="did not finish"):
             commands.build(PROJECT_DIR, house, force=True)
-    commands.dbt(PROJECT_DIR, other, ["run", "--full-refresh"])  # every model, from the new one
+    # every model, from the new landing: options that select nothing narrow nothing
+    commands.dbt(PROJECT_DIR, other, ["run", "--full-refresh", "--threads", "4"])
     commands.build(PROJECT_DIR, other, force=True)
     assert dbt_commands[-1][0] == "build"
 
@@ -369,7 +370,7 @@ def _project_with_a_bad_seed(tmp_path: Path) -> Path:
 
 
 def test_the_dbt_passthrough_checks_the_seeds_of_every_command_that_builds(
-    dbt_commands, lakehouse, tmp_path
+    dbt_commands, lakehouse, tmp_path, monkeypatch
 ):
     project = _project_with_a_bad_seed(tmp_path)
     for command in (["build", "--debug"], ["run", "--log-level", "debug"], ["retry"], ["seed"]):
@@ -382,9 +383,16 @@ def test_the_dbt_passthrough_checks_the_seeds_of_every_command_that_builds(
     for command in (["build", "--project-dir", "."], ["run", "--project-dir=elsewhere"]):
         with pytest.raises(UsageError, match="--project-dir"):
             commands.dbt(PROJECT_DIR, lakehouse, command)
-    assert not dbt_commands
+    # a --vars dbt cannot be given is refused before Spark starts or the last build is forgotten
+    started: list[object] = []
+    monkeypatch.setattr(commands, "start_session", lambda *args: started.append(args))
+    for command in (["run", "--vars", "[1, 2]"], ["run", "--vars={landing_path: /x}"]):
+        with pytest.raises(UsageError, match="--vars"):
+            commands.dbt(PROJECT_DIR, lakehouse, command)
+    assert not dbt_commands and not started
     commands.dbt(project, lakehouse, ["test", "--debug"])  # reads no seed
-    assert dbt_commands == [["test", "--debug"]]
+    commands.dbt(project, lakehouse, ["--version"])  # dbt's own options alone pass
+    assert dbt_commands == [["test", "--debug"], ["--version"]]
 
 
 def test_a_users_vars_are_passed_on_beside_the_landing(lakehouse):

@@ -169,9 +169,9 @@ last_deliveries as (
 -- delivery's r + 1 (the broker's send-back) or r (an orderly 4.9.x client's copy), or from a later
 -- delivery the trace never saw when it counts more and was stored after the last traced start.
 -- An older entry (before an operator re-sent the message, whose count starts again at 0) does
--- not count. A 5.x gRPC group's copy counts r + 2, or 1 from a FIFO client (§8.3), so there, as
--- for a 5.x broker's DLQ log line, which names no count, one stored after the last delivery
--- started.
+-- not count. A 5.x gRPC group's copy counts r + 2, or 1 from a FIFO client (§8.3), whatever
+-- count the last delivery had, so there, as for a 5.x broker's DLQ log line, which names no
+-- count, one stored after the last delivery started (an older one's message was re-sent).
 with_dead_letters as (
     select
         last_deliveries.*,
@@ -181,8 +181,12 @@ with_dead_letters as (
         coalesce(
             exists(
                 observed_dead_letters.copies,
-                copy -> copy.reconsume_times in (
-                    last_deliveries.last_reconsume_times, last_deliveries.last_reconsume_times + 1
+                copy -> (
+                    not {{ is_grpc_client_line('last_deliveries.client_line') }}
+                    and copy.reconsume_times in (
+                        last_deliveries.last_reconsume_times,
+                        last_deliveries.last_reconsume_times + 1
+                    )
                 )
                 or (
                     (
