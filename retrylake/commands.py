@@ -406,8 +406,7 @@ def _check_demo_may_replace(lakehouse: Lakehouse) -> None:
             "holds files it did not generate: give the demo a folder of its own with --landing "
             "(or unset $RETRYLAKE_LANDING)"
         )
-    record = lakehouse.landing_record
-    built_from = record.read_text().strip() if record.exists() else ""
+    built_from = lakehouse.built_from
     if (
         built_from
         and built_from != str(landing)

@@ -232,14 +232,23 @@ def check_consumer_groups(path: Path, default_client_line: str | None = None) ->
         _choice(path, number, row, "dead_letter_enabled", BOOLEANS, ignore_case=True)
         line = row["client_line"] or default_client_line
         off = (row.get("dead_letter_enabled") or "").lower() == "false"
-        if off and line is not None and line != "cloud-5":
+        if off and line is not None and not _turns_dead_letters_off(line):
             raise ConfigError(
                 f"{path}, row {number}, dead_letter_enabled: {row['dead_letter_enabled']!r} on a "
-                f"{line} group; only the managed service (cloud-5) can turn dead letters off, "
-                "open-source RocketMQ has no such switch (a group whose retryQueueNums is 0 or "
-                "less drops them: retry_queue_nums)"
+                f"{line} group; {NO_DEAD_LETTER_SWITCH}"
             )
         _retry_policy(path, number, row.get("group_retry_policy") or "")
+
+
+# Only the managed service turns a group's dead letters off (spec §8.5).
+NO_DEAD_LETTER_SWITCH = (
+    "only the managed service can turn dead letters off (cloud-5), open-source RocketMQ has no "
+    "such switch (a group whose retryQueueNums is 0 or less drops them: retry_queue_nums)"
+)
+
+
+def _turns_dead_letters_off(client_line: str) -> bool:
+    return client_line == "cloud-5"
 
 
 def _retry_policy(path: Path, number: int, text: str) -> None:
@@ -558,10 +567,11 @@ def check_project_vars(project_dir: Path) -> None:
             raise ConfigError(f"{path}: vars has no {name}, which the models read")
         check((name,), values[name], rule)
     defaults = values["consumer_group_defaults"]
-    if defaults["dead_letter_enabled"] is False and defaults["client_line"] != "cloud-5":
+    if defaults["dead_letter_enabled"] is False and not _turns_dead_letters_off(
+        defaults["client_line"]
+    ):
         fail(
             ("consumer_group_defaults", "dead_letter_enabled"),
             False,
-            "on the default line, which is not cloud-5: only the managed service can turn dead "
-            "letters off",
+            f"on the default line {defaults['client_line']}; {NO_DEAD_LETTER_SWITCH}",
         )

@@ -85,6 +85,12 @@ class Lakehouse:
             )
 
     @property
+    def built_from(self) -> str:
+        """The landing the lakehouse's record names ("" before its first build)."""
+        record = self.landing_record
+        return record.read_text().strip() if record.exists() else ""
+
+    @property
     def landing_switch_record(self) -> Path:
         """Present while a full refresh that moved the lakehouse to another landing has not
         finished: until one does, its tables may hold files of both landings."""
@@ -99,7 +105,7 @@ class Lakehouse:
         without a record takes the landing it is given.
         """
         record = self.landing_record
-        built_from = record.read_text().strip() if record.exists() else ""
+        built_from = self.built_from
         moving = bool(built_from) and built_from != self.landing_location
         if not full_refresh and self.landing_switch_record.exists():
             raise LandingError(
