@@ -101,6 +101,20 @@
     {{ return(1) }}
 {% endmacro %}
 
+{#- Whether a table lacks one of `columns`, read from the relation cache's schema text (dbt-spark
+    lists tables with `show table extended`, whose text draws each column as `|-- name:`), so
+    that no query runs; a relation listed without that text is taken as complete. -#}
+{% macro relation_lacks_columns(relation, columns) %}
+    {%- set information = relation.information or '' -%}
+    {%- if '|-- ' not in information -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- for name in columns if ('|-- ' ~ name | lower ~ ':') not in information | lower -%}
+        {{ return(true) }}
+    {%- endfor -%}
+    {{ return(false) }}
+{% endmacro %}
+
 {% macro max_load_id(relation) %}
     {%- if execute and not in_unit_test() and is_incremental() -%}
         {%- set result = run_query("select coalesce(max(load_id), 0) from " ~ relation) -%}
@@ -111,17 +125,20 @@
 
 {% macro previous_fact_relation(name) %}
     {#- The fact mart as the previous run left it, or none on a first or full-refresh build, or
-        while any fact mart is missing (a lakehouse built before that mart existed). Looked up
-        by name rather than ref(): the refresh scope reads the marts' previous state, which
-        ref() would turn into a cycle. Each in its own schema (the dead-letter ones are in the
-        intermediate schema, the others in the unpublished marts' one). -#}
+        while any fact mart is missing or lacks a column its YAML documents (a lakehouse built
+        before that mart or column existed: every partition is written again, so that each of
+        its files has every column a published view reads). Looked up by name rather than
+        ref(): the refresh scope reads the marts' previous state, which ref() would turn into a
+        cycle. Each in its own schema (the dead-letter ones are in the intermediate schema, the
+        others in the unpublished marts' one). -#}
     {%- if not execute or flags.FULL_REFRESH or in_unit_test() -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set nodes = fact_mart_nodes() -%}
     {%- for node in nodes.values() -%}
-        {%- if adapter.get_relation(
-                database=none, schema=node.schema, identifier=node.alias or node.name) is none -%}
+        {%- set relation = adapter.get_relation(
+                database=none, schema=node.schema, identifier=node.alias or node.name) -%}
+        {%- if relation is none or relation_lacks_columns(relation, node.columns) -%}
             {{ return(none) }}
         {%- endif -%}
     {%- endfor -%}
