@@ -173,6 +173,10 @@
     cluster's level closest to the gap.
     - RESENT: the message entered the DLQ before, and comes again with its count restarted (an
       operator re-sent it as a new message);
+    - BROADCAST_COPY: a broadcasting group's delivery of the same or a lower count, to an
+      instance not seen in the lifecycle before (`broadcast_to_new_instance`): every instance
+      receives each message (§3.3). Without the instance's name (only a 4.8.0 SubBefore and a
+      5.x delivery carry one) a duplicate to the same instance cannot be told from it;
     - DUPLICATE_DELIVERY: the same or a lower count again (a rebalance, a crash before the
       offset commit, an offset reset);
     - UNEXPLAINED: a count more than one ahead;
@@ -191,12 +195,16 @@
                           reconsume_times, gap_ms, start_gap_ms, previous_took_ms,
                           consume_timeout_ms, expected_delay_ms, fallback_delay_ms,
                           timeout_delay_ms, nearest_level_delay_ms, consume_mode,
-                          remoting_client='true') -%}
+                          remoting_client='true', broadcast_to_new_instance='false') -%}
     case
         when
             {{ previous_dead_lettered }}
             and {{ reconsume_times }} <= {{ previous_reconsume_times }}
             then 'RESENT'
+        when
+            {{ broadcast_to_new_instance }}
+            and {{ reconsume_times }} <= {{ previous_reconsume_times }}
+            then 'BROADCAST_COPY'
         when {{ reconsume_times }} <= {{ previous_reconsume_times }} then 'DUPLICATE_DELIVERY'
         when {{ reconsume_times }} > {{ previous_reconsume_times }} + 1 then 'UNEXPLAINED'
         when

@@ -1365,7 +1365,14 @@ sequenced as (
         lag(reconsume_times) over by_delivery as previous_reconsume_times,
         lag(consume_started_at) over by_delivery as previous_started_at,
         lag(consume_ended_at) over by_delivery as previous_ended_at,
-        lag(is_success) over by_delivery as previous_is_success
+        lag(is_success) over by_delivery as previous_is_success,
+        -- how many earlier deliveries went to this (named) instance: none makes a
+        -- broadcasting group's delivery another instance's copy (spec §3.3)
+        coalesce(consumer_instance, client_host) is not null and count(*) over (
+            partition by consumer_group, msg_id, coalesce(consumer_instance, client_host)
+            order by delivery_number
+            rows between unbounded preceding and 1 preceding
+        ) > 0 as same_instance_again
     from consume_attempts
     window by_delivery as (partition by consumer_group, msg_id order by delivery_number)
 ),
@@ -1388,6 +1395,7 @@ redelivered as (
         epoch_ms(consume_started_at) - epoch_ms(previous_ended_at) as gap_ms,
         epoch_ms(consume_started_at) - epoch_ms(previous_started_at) as start_gap_ms,
         epoch_ms(previous_ended_at) - epoch_ms(previous_started_at) as previous_took_ms,
+        same_instance_again,
         lifecycle_date,
         lifecycle_hour
     from sequenced
@@ -1400,6 +1408,7 @@ with_rules as (
         d.decision as previous_decision,
         if(d.decision in ('RETRY', 'LOCAL_RETRY'), d.delay_ms, null) as expected_delay_ms,
         g.consume_mode,
+        g.message_model,
         g.is_grpc,
         g.delay_cluster,
         g.consume_timeout_minutes * 60000 as consume_timeout_ms,
@@ -1483,6 +1492,11 @@ select
         -- an operator re-sent a dead letter as a new message: its count starts again
         when previous_dead_lettered and reconsume_times <= previous_reconsume_times
             then 'RESENT'
+        -- every instance of a broadcasting group receives the message: a copy, not a retry
+        when
+            message_model = 'BROADCASTING' and not same_instance_again
+            and reconsume_times <= previous_reconsume_times
+            then 'BROADCAST_COPY'
         when reconsume_times <= previous_reconsume_times then 'DUPLICATE_DELIVERY'
         when reconsume_times > previous_reconsume_times + 1 then 'UNEXPLAINED'
         -- the expiry cleaner sent back a listener held past the consume timeout (spec §3.6)
@@ -1714,6 +1728,17 @@ select
     p.tags,
     j.deliveries,
     j.successful_deliveries,
+    -- a broadcasting group's copies to its other instances, and the failures dropped unretried
+    (
+        select count(*) from redeliveries as r
+        where
+            r.consumer_group = j.consumer_group and r.msg_id = j.msg_id
+            and r.redelivery_cause = 'BROADCAST_COPY'
+    ) as broadcast_copies,
+    (
+        select count(*) from retry_decisions as d
+        where d.consumer_group = j.consumer_group and d.msg_id = j.msg_id and d.decision = 'DROP'
+    ) as dropped_deliveries,
     j.first_reconsume_times,
     j.max_reconsume_times,
     j.last_reconsume_times,

@@ -41,7 +41,11 @@ The redelivery paths (each delivery after the first has one true cause, `CAUSES`
   says success (§3.3);
 - DUPLICATE_DELIVERY: a rebalance drops a finished request's result (no ack, no send-back, §3.2)
   and the new owner delivers the same copies again 1-60 s later with the same count;
-- RESENT: an operator re-sends a dead letter (below).
+- RESENT: an operator re-sends a dead letter (below);
+- BROADCAST_COPY: each instance of a broadcasting group (`Behaviour.instances`) receives every
+  message and drops its own failures (§3.3); the second instance pulls it 20 ms after the
+  first, and so on. A delivery, not a retry: the lifecycle is CONSUMED when one instance
+  consumed it, DROPPED when every delivery was dropped.
 Publications are normal, delayed (Pub msgType 3, a DELAY level: the Pub's offset id names the
 SCHEDULE_TOPIC_XXXX copy, and consumers receive a copy re-put after the delay with a new offset
 id) or transactional (msgType 1, the half message; an EndTransaction record commits it as a new
@@ -150,7 +154,10 @@ CAUSES = (
     "PARTIAL_BATCH_ACK",
     "DUPLICATE_DELIVERY",
     "RESENT",
+    "BROADCAST_COPY",
 )
+# how much later each further instance of a broadcasting group pulls a message
+BROADCAST_PULL_SPREAD_MS = 20
 # What a Pub record's MessageType says its offset id names (spec §5.1).
 MESSAGE_TYPES = {
     "NORMAL": tf.NORMAL_MSG,
@@ -249,6 +256,8 @@ class Behaviour:
     # share of the group's dead letters an operator re-sends to their topic 20-40 minutes after
     # they enter the DLQ; only for a topic this group alone subscribes to
     resend: float = 0.0
+    # broadcasting only: how many consumer instances each receive every message
+    instances: int = 1
 
 
 TOPICS = (
@@ -283,7 +292,8 @@ BEHAVIOURS = {
         fallback_fails=1.0,
         duplicate=0.004,
     ),
-    "cache-invalidator": Behaviour(("orders",), cost_ms=5, transient=0.01),
+    # Three instances, each dropping its own failures: a drop hides behind another's success.
+    "cache-invalidator": Behaviour(("orders",), cost_ms=5, transient=0.01, instances=3),
     # In its outage some calls hang until the downstream is back: the expiry cleaner sends them
     # back, or to the DLQ at the max. A few send-back RPCs fail: the client's fallback reaches
     # the DLQ one attempt early (§3.4).
@@ -462,6 +472,7 @@ class Lifecycle:
     # the delivery started last: running, or when its redelivery is due by the rules
     in_flight: bool = False
     expected_ms: int | None = None
+    last_dropped: bool = False  # the delivery started last failed and was dropped (no retry)
     last_record_ms: int = 0  # the time of its latest trace record
     history: list[Delivery] | None = None
     state: str | None = None  # the final state, once the engine has judged it
@@ -1037,9 +1048,19 @@ class Engine:
         lifecycle.pending -= 1
 
     def deliver_at(self, at: int, lifecycle: Lifecycle, copy: Copy | None = None) -> None:
-        """Hand ``copy`` (by default the lifecycle's first) to the group's consumer at ``at``."""
+        """Hand ``copy`` (by default the lifecycle's first) to the group's consumer at ``at``;
+        a broadcasting group's first delivery to each of its instances."""
+        first = copy is None and lifecycle.deliveries == 0 and lifecycle.pending == 0
         lifecycle.pending += 1
         self._push(at, self._DELIVER, (lifecycle, copy or lifecycle.first_copy))
+        if first and self.groups[lifecycle.index].message_model == "BROADCASTING":
+            assert lifecycle.first_copy is not None
+            for instance in range(1, self.behaviours[lifecycle.index].instances):
+                again = dataclasses.replace(lifecycle.first_copy, cause="BROADCAST_COPY")
+                lifecycle.pending += 1
+                self._push(
+                    at + instance * BROADCAST_PULL_SPREAD_MS, self._DELIVER, (lifecycle, again)
+                )
 
     # consumers -------------------------------------------------------------------------------
     def _deliver(self, at: int, lifecycle: Lifecycle, copy: Copy) -> None:
@@ -1083,6 +1104,7 @@ class Engine:
                 causes[copy.cause] = causes.get(copy.cause, 0) + 1
             lifecycle.in_flight = True
             lifecycle.expected_ms = None
+            lifecycle.last_dropped = False
             lifecycle.awaiting_resend = False
             if lifecycle.recovery_of is not None:
                 self.stats.recovery_deliveries += 1
@@ -1305,6 +1327,7 @@ class Engine:
         decision = decide(asked, counted, ended, table, self.broker_versions[group.name])
         if decision.decision == "DROP":
             self._note(delivery, decision)
+            lifecycle.last_dropped = lifecycle.last_dropped or latest
             self._release(lifecycle, "DROPPED")
             return
         if decision.decision == "DLQ":
@@ -1615,6 +1638,8 @@ class Engine:
             return "DLQ"  # the expiry cleaner dead-lettered it; its listener still runs
         if lifecycle.in_flight:
             return "IN_FLIGHT"
+        if lifecycle.last_dropped:
+            return "DROPPED"  # another broadcasting instance's copy is still to come
         assert lifecycle.expected_ms is not None
         overdue = lifecycle.expected_ms < watermark_ms - self.grace_ms
         return "RETRY_OVERDUE" if overdue else "WAITING_RETRY"

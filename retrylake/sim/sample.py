@@ -37,6 +37,7 @@ COST_MS = 25  # every listener call takes this long (plus the timeout for a slow
 PULL_LAG_MS = 40  # a redelivery reaches the consumer this long after it is due
 STORE_DELAY_MS = 7
 CLIENT_VERSIONS = {"inventory-sync": "4.9.1", "notification-push": "4.8"}  # others: 4.9
+INSTANCES = {"cache-invalidator": 2}  # a broadcasting group's instances; others: 1
 
 # Records no client writes, appended to the bodies of these trace messages: each must reach the
 # quarantine.
@@ -200,10 +201,10 @@ class _Script:
 def _play(s: _Script) -> None:
     t = START_MS
     # order-service: concurrent clustering with the defaults, and a broadcast listener on the
-    # same topic.
+    # same topic, with two instances: the first drops the message, the second consumes it.
     first_try = s.publish("orders", t, keys="order-1001")
     s.consume("order-service", first_try, ("SUCCESS",), t + 50)
-    s.consume("cache-invalidator", first_try, ("FAILED",), t + 60)
+    s.consume("cache-invalidator", first_try, ("FAILED", "SUCCESS"), t + 60)
     twice = s.publish("orders", t + 1000, keys="order-1002 customer-7")
     s.consume("order-service", twice, _fail(2, "SUCCESS"), t + 1050)
     poison = s.publish("orders", t + 2000, tags=None, keys="order-1003")
@@ -310,7 +311,10 @@ def write_sample(landing: Path) -> SampleSet:
         groups=groups,
         delay_levels=DELAY_LEVELS,
         broker_versions=BROKER_VERSIONS,
-        behaviours=[Behaviour((), cost_ms=COST_MS, request_window_ms=0) for _ in groups],
+        behaviours=[
+            Behaviour((), cost_ms=COST_MS, request_window_ms=0, instances=INSTANCES.get(g.name, 1))
+            for g in groups
+        ],
         client_versions=[tf.CLIENT_VERSIONS[CLIENT_VERSIONS.get(g.name, "4.9")] for g in groups],
         traffic=traffic,
         start_ms=START_MS,

@@ -2,7 +2,8 @@
 -- an orderly client) comes back with reconsumeTimes + 1 (spec §1.2 step 10, §3.5). The next
 -- delivery in consume_attempts must be the observed redelivery, and carry that count unless
 -- redeliveries records why not: DUPLICATE_DELIVERY for the same or an earlier count (a stored
--- copy delivered again), RESENT after a DLQ entry, UNEXPLAINED for a count that jumped ahead.
+-- copy delivered again), BROADCAST_COPY for another instance's copy (an orderly broadcasting
+-- group), RESENT after a DLQ entry, UNEXPLAINED for a count that jumped ahead.
 -- A lifecycle's rows share its partition, so the rows are matched within a partition and only
 -- the partitions changed since the test last passed are read (macros/testing/checked_files.sql).
 {{ config(meta={'reads_changes': true}) }}
@@ -83,7 +84,9 @@ final as (
         or (
             next_attempt.reconsume_times is not null
             and next_attempt.reconsume_times <> redelivered.reconsume_times + 1
-            and causes.redelivery_cause not in ('DUPLICATE_DELIVERY', 'RESENT', 'UNEXPLAINED')
+            and causes.redelivery_cause not in (
+                'DUPLICATE_DELIVERY', 'BROADCAST_COPY', 'RESENT', 'UNEXPLAINED'
+            )
         )
 )
 

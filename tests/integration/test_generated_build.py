@@ -187,12 +187,17 @@ def test_every_redelivery_cause_matches_the_ground_truth(spark, generated):
         got = built.get(key, {})
         assert sorted(got) == list(range(2, len(causes) + 2)), key
         confusion.update(zip(causes, (got[number] for number in sorted(got)), strict=True))
+    # A broadcasting group's copies to its other instances are told exactly, and many: they
+    # are checked apart, so that they do not pad the agreement on the redeliveries.
+    copies = Counter({pair: count for pair, count in confusion.items() if "BROADCAST_COPY" in pair})
+    assert set(copies) == {("BROADCAST_COPY", "BROADCAST_COPY")}, copies
+    confusion -= copies
     total = sum(confusion.values())
     agreed = sum(count for (true, got), count in confusion.items() if true == got)
     print("\nredelivery causes (truth -> built): count")
     for (true_cause, built_cause), count in sorted(confusion.items()):
         print(f"  {true_cause:20} -> {built_cause:20} {count}")
-    print(f"  agreement {agreed}/{total} = {agreed / total:.1%}")
+    print(f"  agreement {agreed}/{total} = {agreed / total:.1%}; broadcast copies {copies.total()}")
     assert agreed >= 0.95 * total
     assert {true for true, _ in confusion} == {
         "SCHEDULED",

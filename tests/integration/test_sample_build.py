@@ -150,6 +150,8 @@ def test_lifecycles_match_the_simulation(spark, sample):
                 "dlq_at",
                 "next_delivery_expected_at",
                 "time_to_success_ms",
+                "broadcast_copies",
+                "dropped_deliveries",
             ],
         )
     }
@@ -177,6 +179,8 @@ def test_lifecycles_match_the_simulation(spark, sample):
                 last.expected_redelivery_ms if state in ("WAITING_RETRY", "RETRY_OVERDUE") else None
             ),
             "time_to_success_ms": consumed - first.started_ms if consumed else None,
+            "broadcast_copies": sum(d.cause == "BROADCAST_COPY" for d in lifecycle.history),
+            "dropped_deliveries": sum(d.decision == "DROP" for d in lifecycle.history),
         }, lifecycle
     # the sample exercises every final state
     assert set(states) == {
@@ -436,6 +440,15 @@ def test_daily_stats_match_the_simulation(spark, sample):
         totals["consumed"] += state == "CONSUMED"
         totals["dlq"] += state == "DLQ"
         totals["dropped"] += state == "DROPPED"
+        # a broadcasting group's copies to its other instances are no retries
+        copies = sum(delivery.cause == "BROADCAST_COPY" for delivery in lifecycle.history)
+        totals["broadcast_copies"] += copies
+        totals["retries"] += len(lifecycle.history) - 1 - copies
+        totals["retried_messages"] += len(lifecycle.history) - copies > 1
+        totals["partly_dropped"] += state == "CONSUMED" and any(
+            delivery.decision == "DROP" for delivery in lifecycle.history
+        )
+    assert sum(totals["partly_dropped"] for totals in expected.values()) == 1
     marts = {
         (row["consumer_group"], row["stat_date"]): Counter(
             {
@@ -447,6 +460,10 @@ def test_daily_stats_match_the_simulation(spark, sample):
                     "consumed",
                     "dlq",
                     "dropped",
+                    "broadcast_copies",
+                    "retries",
+                    "retried_messages",
+                    "partly_dropped",
                 )
                 if row[key]
             }
@@ -463,6 +480,10 @@ def test_daily_stats_match_the_simulation(spark, sample):
                 "consumed",
                 "dlq",
                 "dropped",
+                "broadcast_copies",
+                "retries",
+                "retried_messages",
+                "partly_dropped",
             ],
         )
     }

@@ -51,6 +51,7 @@ CAUSES = {
     "PARTIAL_BATCH_ACK",
     "DUPLICATE_DELIVERY",
     "RESENT",
+    "BROADCAST_COPY",
 }
 
 
@@ -361,6 +362,30 @@ def test_duplicates_come_again_with_the_same_count(seen):
         row for _, row, first, _ in found if first.success and row["successful_deliveries"] > 1
     ]
     assert twice and all(row["final_state"] == "CONSUMED" for row in twice)
+
+
+def test_each_broadcasting_instance_gets_every_message_and_drops_its_failures(seen):
+    """cache-invalidator broadcasts to three instances: each delivery has the count 0 (a
+    broadcasting client never retries, §3.3), and the message is consumed when one instance
+    consumed it, dropped when none did; a drop behind another instance's success happens."""
+    landing, seed, truth = seen
+    assert seed["cache-invalidator"]["message_model"] == "BROADCASTING"
+    rows = [row for row in truth if row["consumer_group"] == "cache-invalidator"]
+    whole = [row for row in rows if row["trace_complete"] and row["deliveries"] == 3]
+    assert len(whole) > 0.9 * len(rows) > 1000
+    hidden_drops = 0
+    for row in whole:
+        assert row["redelivery_causes"] == ["BROADCAST_COPY"] * 2, row
+        attempts = landing.attempts[("cache-invalidator", row["msg_id"])]
+        assert [attempt.r for attempt in attempts] == [0, 0, 0], row
+        outcomes = [attempt.success for attempt in attempts]
+        if None in outcomes:
+            continue  # still running at the end of the run
+        consumed = any(outcomes)
+        assert row["final_state"] == ("CONSUMED" if consumed else "DROPPED"), row
+        assert row["successful_deliveries"] == sum(outcomes), row
+        hidden_drops += consumed and not all(outcomes)
+    assert hidden_drops >= 3
 
 
 def test_delayed_and_transactional_messages_arrive_as_new_copies(run, seen):

@@ -33,6 +33,7 @@ redelivery_causes as (
         count_if(redelivery_cause = 'LOCAL_RECONSUME') as local_reconsume_redeliveries,
         count_if(redelivery_cause = 'PARTIAL_BATCH_ACK') as partial_batch_ack_redeliveries,
         count_if(redelivery_cause = 'DUPLICATE_DELIVERY') as duplicate_deliveries,
+        count_if(redelivery_cause = 'BROADCAST_COPY') as broadcast_copies,
         count_if(redelivery_cause = 'RESENT') as resent_redeliveries,
         count_if(redelivery_cause = 'UNEXPLAINED') as unexplained_redeliveries
     from redeliveries
@@ -49,27 +50,37 @@ first_deliveries as (
     group by consumer_group, lifecycle_date
 ),
 
+-- A broadcasting group's copies to its other instances are deliveries, not retries (a lifecycle
+-- built before retrylake counted them has none).
+lifecycles_with_copies as (
+    select
+        *,
+        coalesce(broadcast_copies, 0) as copies_to_other_instances
+    from lifecycles
+),
+
 cohorts as (
     select
         consumer_group,
         lifecycle_date,
         count(*) as messages,
         sum(deliveries) as deliveries,
-        sum(deliveries - 1) as retries,
-        count_if(deliveries > 1) as retried_messages,
+        sum(deliveries - 1 - copies_to_other_instances) as retries,
+        count_if(deliveries - copies_to_other_instances > 1) as retried_messages,
         count_if(final_state = 'CONSUMED') as consumed,
         -- A dead letter stays counted on its day when an operator recovers it later.
         count_if(dlq_at is not null) as dlq,
         count_if(recovered_at is not null) as recovered,
         count_if(final_state = 'DROPPED') as dropped,
-        count_if(successful_deliveries > 1) as consumed_more_than_once,
+        count_if(final_state = 'CONSUMED' and dropped_deliveries > 0) as partly_dropped,
+        count_if(successful_deliveries > 1 + copies_to_other_instances) as consumed_more_than_once,
         count_if(final_state in ('WAITING_RETRY', 'RETRY_OVERDUE', 'IN_FLIGHT')) as still_open,
         max(max_reconsume_times) as max_reconsume_times,
         percentile(deliveries, 0.5) as p50_deliveries,
         percentile(deliveries, 0.95) as p95_deliveries,
         percentile(time_to_success_ms, 0.5) as p50_time_to_success_ms,
         percentile(time_to_success_ms, 0.95) as p95_time_to_success_ms
-    from lifecycles
+    from lifecycles_with_copies
     group by consumer_group, lifecycle_date
 ),
 
@@ -99,11 +110,13 @@ final as (
             'scheduled_redeliveries', 'listener_level_redeliveries',
             'consume_timeout_redeliveries', 'client_fallback_redeliveries',
             'local_reconsume_redeliveries', 'partial_batch_ack_redeliveries',
-            'duplicate_deliveries', 'resent_redeliveries', 'unexplained_redeliveries'
+            'duplicate_deliveries', 'resent_redeliveries', 'unexplained_redeliveries',
+            'broadcast_copies'
         ] -%}
             coalesce(redelivery_causes.{{ cause }}, 0) as {{ cause }},
         {% endfor -%}
         cohorts.max_reconsume_times,
+        cohorts.partly_dropped,
         cohorts.lifecycle_date as stat_date
     from cohorts
     left join first_deliveries

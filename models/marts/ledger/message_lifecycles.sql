@@ -4,7 +4,9 @@
 -- judged against the data watermark. A dead-letter copy seen in the dlq/ exports is evidence
 -- too: it puts a message in the DLQ that the rules expected to be retried (the listener asked
 -- for the DLQ, or the configured max is not the real one). A dead letter that is later consumed
--- (re-sent by an operator) keeps its DLQ entry and is CONSUMED, with `recovered_at`.
+-- (re-sent by an operator) keeps its DLQ entry and is CONSUMED, with `recovered_at`. A
+-- broadcasting group's message is CONSUMED when one instance consumed it, though another
+-- dropped it (`dropped_deliveries`).
 with
 
 attempts as (
@@ -28,6 +30,29 @@ partially_acked as (
         previous_delivery_number as delivery_number
     from redeliveries
     where redelivery_cause = 'PARTIAL_BATCH_ACK'
+),
+
+-- Each instance of a broadcasting group gets its copy (§3.3): deliveries, not retries.
+broadcast_copies as (
+    select
+        consumer_group,
+        msg_id,
+        count(*) as broadcast_copies
+    from redeliveries
+    where redelivery_cause = 'BROADCAST_COPY'
+    group by consumer_group, msg_id
+),
+
+-- Failures dropped with no retry: by a broadcasting client, or by the broker for a group
+-- without a retry queue (§3.3, §1.2).
+drops as (
+    select
+        consumer_group,
+        msg_id,
+        count(*) as dropped_deliveries
+    from decisions
+    where decision = 'DROP'
+    group by consumer_group, msg_id
 ),
 
 consumptions as (
@@ -251,6 +276,8 @@ final as (
         published.tags,
         judged.deliveries,
         judged.successful_deliveries,
+        coalesce(broadcast_copies.broadcast_copies, 0) as broadcast_copies,
+        coalesce(drops.dropped_deliveries, 0) as dropped_deliveries,
         judged.first_reconsume_times,
         judged.max_reconsume_times,
         judged.last_reconsume_times,
@@ -274,6 +301,14 @@ final as (
     from judged
     left join published
         on judged.msg_id = published.msg_id
+    left join broadcast_copies
+        on
+            judged.consumer_group = broadcast_copies.consumer_group
+            and judged.msg_id = broadcast_copies.msg_id
+    left join drops
+        on
+            judged.consumer_group = drops.consumer_group
+            and judged.msg_id = drops.msg_id
 )
 
 select {{ one_file_per_partition() }} * from final

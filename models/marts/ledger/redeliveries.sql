@@ -32,16 +32,31 @@ highest_levels as (
     group by broker_cluster
 ),
 
+-- The consumer instance, where the delivery names it (a 4.8.0 SubBefore's clientHost, a 5.x
+-- span's or event's instance), and whether it had the message before: a broadcasting group's
+-- copy to another instance is no redelivery. (A running set over the same window: no new sort.)
 sequenced as (
     select
         *,
+        coalesce(
+            array_contains(
+                collect_set(coalesce(consumer_instance, client_host)) over earlier_deliveries,
+                coalesce(consumer_instance, client_host)
+            ),
+            false
+        ) as instance_had_it,
         lag(delivery_number) over by_delivery as previous_delivery_number,
         lag(reconsume_times) over by_delivery as previous_reconsume_times,
         lag(consume_started_at) over by_delivery as previous_started_at,
         lag(consume_ended_at) over by_delivery as previous_ended_at,
         lag(is_success) over by_delivery as previous_is_success
     from attempts
-    window by_delivery as (partition by consumer_group, msg_id order by delivery_number)
+    window
+        by_delivery as (partition by consumer_group, msg_id order by delivery_number),
+        earlier_deliveries as (
+            partition by consumer_group, msg_id order by delivery_number
+            rows between unbounded preceding and 1 preceding
+        )
 ),
 
 redelivered as (
@@ -55,6 +70,7 @@ redelivered as (
         sequenced.previous_reconsume_times,
         sequenced.previous_started_at,
         sequenced.previous_ended_at,
+        sequenced.instance_had_it,
         case
             when sequenced.previous_is_success is null then 'IN_FLIGHT'
             when sequenced.previous_is_success then 'SUCCESS'
@@ -81,6 +97,8 @@ with_rules as (
                 then previous_decision.delay_ms
         end as expected_delay_ms,
         consumer_groups.consume_mode,
+        consumer_groups.message_model = 'BROADCASTING' and not redelivered.instance_had_it
+            as broadcast_to_new_instance,
         {{ is_grpc_client_line('consumer_groups.client_line') }} as is_grpc,
         consumer_groups.delay_cluster,
         -- as a bigint: an int of minutes times 60,000 would wrap past 35,791 minutes
@@ -182,7 +200,8 @@ final as (
             'previous_outcome', 'coalesce(previous_dead_lettered, false)',
             'previous_reconsume_times', 'reconsume_times', 'gap_ms', 'start_gap_ms',
             'previous_took_ms', 'consume_timeout_ms', 'expected_delay_ms', 'fallback_delay_ms',
-            'timeout_delay_ms', 'nearest_level_delay_ms', 'consume_mode', 'not is_grpc'
+            'timeout_delay_ms', 'nearest_level_delay_ms', 'consume_mode', 'not is_grpc',
+            'broadcast_to_new_instance'
         ) }} as redelivery_cause,
         lifecycle_date,
         lifecycle_hour
