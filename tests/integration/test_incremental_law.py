@@ -122,12 +122,19 @@ def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
         )
 
 
+def _by_name(spark, table: str):
+    """The table with its columns in name order: a column an upgrade added comes last in an
+    older lakehouse's table, and where the model puts it in a new one's."""
+    frame = spark.table(table)
+    return frame.select(*sorted(frame.columns))
+
+
 def _marts(spark, lakehouse: Lakehouse) -> dict[str, list[tuple]]:
     names = [*fact_marts(lakehouse), *CONFIG_MARTS, *DLQ_MARTS]
-    snapshot = {name: table_snapshot(spark, f"retrylake.{name}") for name in names}
+    snapshot = {name: table_snapshot(spark, _by_name(spark, f"retrylake.{name}")) for name in names}
     # the fact marts outside the marts schema: an incremental build keeps them equal too
     for name in unpublished_fact_marts(lakehouse):
-        snapshot[name] = table_snapshot(spark, name)
+        snapshot[name] = table_snapshot(spark, _by_name(spark, name))
     # the dead-letter copies the exports hold, whichever batch and file brought them
     snapshot["stg_dlq__messages"] = table_snapshot(
         spark,
@@ -209,6 +216,24 @@ def _assert_same(built: dict, full: dict) -> None:
         assert built[name] == full[name], name
 
 
+def _published_build(spark, mart: str) -> str:
+    shown = spark.sql(f"show tblproperties retrylake.{mart} ('retrylake.published_build')")
+    return shown.collect()[0][-1]
+
+
+def _as_before_the_column(spark, table: str, column: str) -> None:
+    """Make ``table`` (a partitioned fact mart) what a lakehouse built before ``column`` existed
+    holds: the table and every one of its files without it."""
+    kept = [name for name in spark.table(table).columns if name != column]
+    assert len(kept) < len(spark.table(table).columns)
+    spark.sql(f"alter table {table} rename to {table}_before")
+    spark.sql(
+        f"create table {table} using parquet partitioned by (lifecycle_date, lifecycle_hour) "
+        f"as select {', '.join(f'`{name}`' for name in kept)} from {table}_before"
+    )
+    spark.sql(f"drop table {table}_before")
+
+
 def test_a_random_split_builds_the_same_marts(
     spark, lakehouse, landing_lines, full_build, tmp_path
 ):
@@ -218,6 +243,16 @@ def test_a_random_split_builds_the_same_marts(
         batches[rng.randrange(2)].append(line)
     built = _build_in_batches(spark, lakehouse, batches, tmp_path / "landing")
     _assert_same(built, full_build)
+
+    # An upgrade that adds a column to a fact mart: the next run writes the whole history
+    # again, so that every file has the column and the build publishes (a published view
+    # reads the files), and the marts are still the full build's.
+    _as_before_the_column(spark, "retrylake_unpublished.message_lifecycles", "dropped_deliveries")
+    shown = _published_build(spark, "message_lifecycles")
+    dbt(PROJECT_DIR, Lakehouse(lakehouse.root, tmp_path / "landing"), ["run"])
+    assert _published_build(spark, "message_lifecycles") != shown
+    assert "dropped_deliveries" in spark.table("retrylake.message_lifecycles").columns
+    _assert_same(_marts(spark, lakehouse), full_build)
 
 
 def test_adversarial_split_builds_the_same_marts(
