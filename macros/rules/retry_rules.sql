@@ -173,10 +173,11 @@
     cluster's level closest to the gap.
     - RESENT: the message entered the DLQ before, and comes again with its count restarted (an
       operator re-sent it as a new message);
-    - BROADCAST_COPY: a broadcasting group's delivery of the same or a lower count, to an
-      instance not seen in the lifecycle before (`broadcast_to_new_instance`): every instance
-      receives each message (§3.3). Without the instance's name (only a 4.8.0 SubBefore and a
-      5.x delivery carry one) a duplicate to the same instance cannot be told from it;
+    - BROADCAST_COPY: a broadcasting group's delivery of the same or a lower count, carrying the
+      lifecycle's first count, to an instance not seen in the lifecycle before
+      (`broadcast_to_new_instance`): every instance receives each message (§3.3). Without the
+      instance's name (only a 4.8.0 SubBefore carries one, the host's) a duplicate to the same
+      instance cannot be told from it;
     - DUPLICATE_DELIVERY: the same or a lower count again (a rebalance, a crash before the
       offset commit, an offset reset);
     - UNEXPLAINED: a count more than one ahead;

@@ -54,8 +54,12 @@ class OutageWindow:
 
 TOP_FAILED = 25
 
+# A message's tries: its deliveries, less a broadcasting group's copies to its other instances
+# (a lakehouse built before they were counted has no such column).
+TRIES = "deliveries - coalesce(broadcast_copies, 0)"
+
 LADDER_SQL = """
-select consumer_group, deliveries, count(*) as messages
+select consumer_group, {tries} as tries, count(*) as messages
 from message_lifecycles group by all order by all
 """
 
@@ -134,15 +138,15 @@ select
     quantile_cont(time_to_success_ms, 0.9) as p90_ms,
     quantile_cont(time_to_success_ms, 0.99) as p99_ms
 from message_lifecycles
-where final_state = 'CONSUMED' and deliveries > 1
+where final_state = 'CONSUMED' and {tries} > 1
 group by consumer_group order by consumer_group
 """
 
 MOST_FAILED_SQL = f"""
 select consumer_group, msg_id, origin_msg_id, topic, keys, deliveries, final_state
 from message_lifecycles
-where deliveries > 1
-order by deliveries desc, consumer_group, msg_id
+where {{tries}} > 1
+order by {{tries}} desc, deliveries desc, consumer_group, msg_id
 limit {TOP_FAILED}
 """
 
@@ -305,15 +309,15 @@ def _table(
 
 
 def _ladder_section(connection) -> str:
-    rows = connection.execute(LADDER_SQL).fetchall()
+    rows = connection.execute(LADDER_SQL.format(tries=_tries(connection))).fetchall()
     groups = sorted({row[0] for row in rows})
-    first_try = sum(messages for _, deliveries, messages in rows if deliveries == 1)
+    first_try = sum(messages for _, tries, messages in rows if tries == 1)
     top = max((row[1] for row in rows), default=2)
     rungs = list(range(2, max(top, 2) + 1))
     counts = {(group, n): messages for group, n, messages in rows}
     chart = bar_chart(
         "ladder",
-        "Retried messages by number of deliveries, per consumer group",
+        "Retried messages by number of tries, per consumer group",
         [str(n) for n in rungs],
         {group: [counts.get((group, n), 0) for n in rungs] for group in groups},
         y_label="messages",
@@ -322,7 +326,16 @@ def _ladder_section(connection) -> str:
     return (
         "<h2>Deliveries per message</h2><p>How far up the retry ladder messages climb; the top "
         f"rung is the DLQ cut-off. {first_try:,} messages were consumed on their first delivery "
-        "and are not drawn.</p>" + chart
+        "and are not drawn. A broadcasting group's copies to its other instances are no "
+        "tries.</p>" + chart
+    )
+
+
+def _tries(connection) -> str:
+    """How to count a message's tries in message_lifecycles (`TRIES`), or its deliveries in a
+    lakehouse built before broadcast copies were counted."""
+    return (
+        TRIES if "broadcast_copies" in _columns(connection, "message_lifecycles") else "deliveries"
     )
 
 
@@ -497,7 +510,7 @@ def _lag_section(connection) -> str:
 
 
 def _time_to_success_section(connection) -> str:
-    rows = connection.execute(TIME_TO_SUCCESS_SQL).fetchall()
+    rows = connection.execute(TIME_TO_SUCCESS_SQL.format(tries=_tries(connection))).fetchall()
     chart = bar_chart(
         "time_to_success",
         "Time to success of retried messages, per consumer group (minutes)",
@@ -517,7 +530,7 @@ def _time_to_success_section(connection) -> str:
 
 
 def _most_failed_section(connection) -> str:
-    rows = connection.execute(MOST_FAILED_SQL).fetchall()
+    rows = connection.execute(MOST_FAILED_SQL.format(tries=_tries(connection))).fetchall()
     table = _table(
         ["consumer group", "msg_id", "origin_msg_id", "topic", "keys", "deliveries", "state"],
         rows,
@@ -673,7 +686,7 @@ def render_report(lakehouse: Lakehouse, project_dir: Path = DEFAULT_PROJECT_DIR)
     try:
         summary = connection.execute(
             "select count(*), count(*) filter (where final_state = 'DLQ'), "
-            "count(*) filter (where deliveries > 1), max(last_consume_at) "
+            f"count(*) filter (where {_tries(connection)} > 1), max(last_consume_at) "
             "from message_lifecycles"
         ).fetchone()
         sections = [

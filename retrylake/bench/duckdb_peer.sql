@@ -1366,8 +1366,9 @@ sequenced as (
         lag(consume_started_at) over by_delivery as previous_started_at,
         lag(consume_ended_at) over by_delivery as previous_ended_at,
         lag(is_success) over by_delivery as previous_is_success,
-        -- how many earlier deliveries went to this (named) instance: none makes a
-        -- broadcasting group's delivery another instance's copy (spec §3.3)
+        -- a broadcasting group's copy to another instance carries the lifecycle's first count
+        -- (spec §3.3, §3.5), and goes to an instance no earlier delivery named
+        reconsume_times = first_value(reconsume_times) over by_delivery as carries_first_count,
         coalesce(consumer_instance, client_host) is not null and count(*) over (
             partition by consumer_group, msg_id, coalesce(consumer_instance, client_host)
             order by delivery_number
@@ -1396,6 +1397,7 @@ redelivered as (
         epoch_ms(consume_started_at) - epoch_ms(previous_started_at) as start_gap_ms,
         epoch_ms(previous_ended_at) - epoch_ms(previous_started_at) as previous_took_ms,
         same_instance_again,
+        carries_first_count,
         lifecycle_date,
         lifecycle_hour
     from sequenced
@@ -1494,7 +1496,7 @@ select
             then 'RESENT'
         -- every instance of a broadcasting group receives the message: a copy, not a retry
         when
-            message_model = 'BROADCASTING' and not same_instance_again
+            message_model = 'BROADCASTING' and not same_instance_again and carries_first_count
             and reconsume_times <= previous_reconsume_times
             then 'BROADCAST_COPY'
         when reconsume_times <= previous_reconsume_times then 'DUPLICATE_DELIVERY'

@@ -432,6 +432,7 @@ class Copy:
     real_topic: str | None = None  # REAL_TOPIC left over from a schedule hop or a commit (§2.4)
     origin: str | None = None  # its ORIGIN_MESSAGE_ID property
     offset_id: str | None = None  # its own offset id, where a later copy may need it
+    instance: int = 0  # the broadcasting group's instance it is delivered to (0: the first)
 
 
 @dataclass
@@ -1056,7 +1057,9 @@ class Engine:
         if first and self.groups[lifecycle.index].message_model == "BROADCASTING":
             assert lifecycle.first_copy is not None
             for instance in range(1, self.behaviours[lifecycle.index].instances):
-                again = dataclasses.replace(lifecycle.first_copy, cause="BROADCAST_COPY")
+                again = dataclasses.replace(
+                    lifecycle.first_copy, cause="BROADCAST_COPY", instance=instance
+                )
                 lifecycle.pending += 1
                 self._push(
                     at + instance * BROADCAST_PULL_SPREAD_MS, self._DELIVER, (lifecycle, again)
@@ -1073,7 +1076,15 @@ class Engine:
         orderly = self.groups[lifecycle.index].consume_mode == "ORDERLY"
         size = 1 if orderly else behaviour.batch_size
         request = self.open_requests.get(lifecycle.index)
-        if request is None or len(request.lifecycles) >= size:
+        # another instance's copy is another client's request, never a batch with the first
+        if (
+            request is None
+            or len(request.lifecycles) >= size
+            or (
+                copy.cause == "BROADCAST_COPY"
+                and any(other is lifecycle for other in request.lifecycles)
+            )
+        ):
             request = Request(lifecycle.index, at)
             self.open_requests[lifecycle.index] = request
             self._push(at + behaviour.request_window_ms, self._FLUSH, request)
@@ -1124,6 +1135,7 @@ class Engine:
                     msg_id=lifecycle.message.msg_id,
                     retry_times=copy.reconsume_times,
                     keys=lifecycle.message.keys,
+                    client_host=tf.consumer_host(copy.instance),
                 ),
                 lifecycle.message.msg_id,
                 (lifecycle, number),

@@ -137,6 +137,11 @@ def pub_record(
     return _join(fields)
 
 
+def consumer_host(instance: int = 0) -> str:
+    """The clientHost a 4.8.0 consumer writes in SubBefore: each instance of a group its own."""
+    return f"10.0.0.{21 + instance}"
+
+
 def sub_before_record(
     version: ClientVersion,
     *,
@@ -147,7 +152,7 @@ def sub_before_record(
     msg_id: str,
     retry_times: int,
     keys: str | None,
-    client_host: str = "10.0.0.21",
+    client_host: str = consumer_host(),
 ) -> str:
     fields = [
         "SubBefore",

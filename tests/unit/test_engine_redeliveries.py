@@ -388,6 +388,22 @@ def test_each_broadcasting_instance_gets_every_message_and_drops_its_failures(se
     assert hidden_drops >= 3
 
 
+def test_each_broadcasting_instance_names_its_own_host_on_a_4_8_client(tmp_path: Path):
+    """A 4.8.0 SubBefore carries the consumer's clientHost (spec §5.2, 9 fields): each of
+    cache-invalidator's three instances writes its own, which is how a reader tells another
+    instance's copy from a duplicate."""
+    # the groups take the client versions in turn: cache-invalidator, the fourth, gets 4.8
+    generate(GeneratorConfig(out=tmp_path, messages=300, seed=5, client_versions=("4.9", "4.8")))
+    hosts = defaultdict(list)
+    for fields in _records(tmp_path):
+        if fields[0] == "SubBefore" and fields[3] == "cache-invalidator":
+            assert len(fields) == 9, fields
+            hosts[fields[5]].append(fields[8])
+    assert len(hosts) > 50
+    assert all(len(set(named)) == len(named) == 3 for named in hosts.values() if len(named) == 3)
+    assert sum(len(named) == 3 for named in hosts.values()) > 0.9 * len(hosts)
+
+
 def test_delayed_and_transactional_messages_arrive_as_new_copies(run, seen):
     """A delayed message's Pub (msgType 3) names its SCHEDULE_TOPIC_XXXX copy and a
     transactional one's (msgType 1) the half message, which a 4.9.0+ producer commits with an

@@ -50,8 +50,8 @@ first_deliveries as (
     group by consumer_group, lifecycle_date
 ),
 
--- A broadcasting group's copies to its other instances are deliveries, not retries (a lifecycle
--- built before retrylake counted them has none).
+-- A broadcasting group's copies to its other instances are deliveries, not retries (none in a
+-- row without the column).
 lifecycles_with_copies as (
     select
         *,

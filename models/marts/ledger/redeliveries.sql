@@ -32,9 +32,10 @@ highest_levels as (
     group by broker_cluster
 ),
 
--- The consumer instance, where the delivery names it (a 4.8.0 SubBefore's clientHost, a 5.x
--- span's or event's instance), and whether it had the message before: a broadcasting group's
--- copy to another instance is no redelivery. (A running set over the same window: no new sort.)
+-- The consumer instance, where the delivery names it (a 4.8.0 SubBefore's clientHost), and
+-- whether it had the message before: a broadcasting group's copy to another instance is no
+-- redelivery. A copy carries the stored count, the lifecycle's first; an orderly instance's
+-- local retry counts up in memory (§3.5). (Running sets over the same window: no new sort.)
 sequenced as (
     select
         *,
@@ -45,6 +46,7 @@ sequenced as (
             ),
             false
         ) as instance_had_it,
+        first_value(reconsume_times) over by_delivery as first_reconsume_times,
         lag(delivery_number) over by_delivery as previous_delivery_number,
         lag(reconsume_times) over by_delivery as previous_reconsume_times,
         lag(consume_started_at) over by_delivery as previous_started_at,
@@ -71,6 +73,7 @@ redelivered as (
         sequenced.previous_started_at,
         sequenced.previous_ended_at,
         sequenced.instance_had_it,
+        sequenced.reconsume_times = sequenced.first_reconsume_times as carries_first_count,
         case
             when sequenced.previous_is_success is null then 'IN_FLIGHT'
             when sequenced.previous_is_success then 'SUCCESS'
@@ -97,8 +100,9 @@ with_rules as (
                 then previous_decision.delay_ms
         end as expected_delay_ms,
         consumer_groups.consume_mode,
-        consumer_groups.message_model = 'BROADCASTING' and not redelivered.instance_had_it
-            as broadcast_to_new_instance,
+        consumer_groups.message_model = 'BROADCASTING'
+        and not redelivered.instance_had_it
+        and redelivered.carries_first_count as broadcast_to_new_instance,
         {{ is_grpc_client_line('consumer_groups.client_line') }} as is_grpc,
         consumer_groups.delay_cluster,
         -- as a bigint: an int of minutes times 60,000 would wrap past 35,791 minutes
