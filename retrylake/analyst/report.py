@@ -308,8 +308,8 @@ def _table(
     return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _ladder_section(connection) -> str:
-    rows = connection.execute(LADDER_SQL.format(tries=_tries(connection))).fetchall()
+def _ladder_section(connection, tries: str) -> str:
+    rows = connection.execute(LADDER_SQL.format(tries=tries)).fetchall()
     groups = sorted({row[0] for row in rows})
     first_try = sum(messages for _, tries, messages in rows if tries == 1)
     top = max((row[1] for row in rows), default=2)
@@ -509,8 +509,8 @@ def _lag_section(connection) -> str:
     )
 
 
-def _time_to_success_section(connection) -> str:
-    rows = connection.execute(TIME_TO_SUCCESS_SQL.format(tries=_tries(connection))).fetchall()
+def _time_to_success_section(connection, tries: str) -> str:
+    rows = connection.execute(TIME_TO_SUCCESS_SQL.format(tries=tries)).fetchall()
     chart = bar_chart(
         "time_to_success",
         "Time to success of retried messages, per consumer group (minutes)",
@@ -529,8 +529,8 @@ def _time_to_success_section(connection) -> str:
     return "<h2>Time to success</h2>" + chart + table
 
 
-def _most_failed_section(connection) -> str:
-    rows = connection.execute(MOST_FAILED_SQL.format(tries=_tries(connection))).fetchall()
+def _most_failed_section(connection, tries: str) -> str:
+    rows = connection.execute(MOST_FAILED_SQL.format(tries=tries)).fetchall()
     table = _table(
         ["consumer group", "msg_id", "origin_msg_id", "topic", "keys", "deliveries", "state"],
         rows,
@@ -684,18 +684,19 @@ def render_report(lakehouse: Lakehouse, project_dir: Path = DEFAULT_PROJECT_DIR)
     window = OutageWindow.of_project(project_dir)
     connection = connect(lakehouse)
     try:
+        tries = _tries(connection)
         summary = connection.execute(
             "select count(*), count(*) filter (where final_state = 'DLQ'), "
-            f"count(*) filter (where {_tries(connection)} > 1), max(last_consume_at) "
+            f"count(*) filter (where {tries} > 1), max(last_consume_at) "
             "from message_lifecycles"
         ).fetchone()
         sections = [
-            _ladder_section(connection),
+            _ladder_section(connection, tries),
             _dlq_section(connection),
             _schedule_fit_section(connection),
             _lag_section(connection),
-            _time_to_success_section(connection),
-            _most_failed_section(connection),
+            _time_to_success_section(connection, tries),
+            _most_failed_section(connection, tries),
             _flow_control_section(connection, window),
             _whatif_section(connection),
         ]
