@@ -24,6 +24,7 @@ from retrylake.config_check import (
     check_configuration,
     check_consumer_groups,
     check_delay_levels,
+    check_project_vars,
 )
 from retrylake.dbt_runner import run_dbt, without_vars
 from retrylake.errors import (
@@ -289,9 +290,11 @@ def dbt(
     spark_conf: dict[str, str] | None = None,
 ) -> None:
     """Any dbt command, on the same session and with the same UDFs as `build`."""
-    _check_passthrough(args)
+    given_vars = _check_passthrough(args)
     if args[0] in SEED_READING_DBT_COMMANDS:
-        check_configuration(project_dir)
+        check_configuration(project_dir, given_vars)
+    elif given_vars:
+        check_project_vars(project_dir, given_vars)
     lakehouse.check_landing_exists()
     full_refresh = bool(FULL_REFRESH_FLAGS & set(args))
     # Only a plain `build`, seeds and all, is known to judge the whole ledger: any other option
@@ -330,11 +333,12 @@ def _narrows_selection(options: list[str]) -> bool:
     return any(option.split("=", 1)[0] in SELECTION_OPTIONS for option in options)
 
 
-def _check_passthrough(args: list[str]) -> None:
+def _check_passthrough(args: list[str]) -> dict | None:
     """What `retrylake dbt --` cannot pass on as given: options before the dbt command (which
-    would hide the command from the checks above) and another project than the one checked."""
+    would hide the command from the checks above) and another project than the one checked.
+    Returns the command's ``--vars`` (None: none), for the configuration's checks."""
     if args[:1] in (["--version"], ["-h"], ["--help"]):
-        return
+        return None
     if not args or args[0].startswith("-"):
         raise UsageError(
             "give the dbt command first, then its options (dbt takes its global options there "
@@ -346,7 +350,7 @@ def _check_passthrough(args: list[str]) -> None:
                 "give --project-dir to retrylake, before --: it checks that project's seeds "
                 "before dbt runs, e.g. retrylake dbt --project-dir DIR -- build"
             )
-    without_vars(args)  # a --vars dbt cannot be given is refused before anything starts
+    return without_vars(args)[1]  # a --vars dbt cannot be given is refused before anything starts
 
 
 # What `retrylake build --exclude` may leave out and still build every seed and model.

@@ -7,6 +7,7 @@ tables had changed. The checks reuse the broker's own parser from spark_udfs.
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import re
 from pathlib import Path
@@ -402,11 +403,13 @@ def check_whatif_consumer_groups(path: Path, client_lines: dict[str, str]) -> No
                 )
 
 
-def check_configuration(project_dir: Path) -> None:
-    """Raise ConfigError naming the file, row and value of the first problem found."""
-    check_project_vars(project_dir)
+def check_configuration(project_dir: Path, given_vars: dict | None = None) -> None:
+    """Raise ConfigError naming the file, row and value of the first problem found.
+    ``given_vars``: a run's ``--vars``, which replace the project's vars of the same name."""
+    check_project_vars(project_dir, given_vars)
     seeds = project_dir / "seeds"
-    default_line = str(consumer_group_defaults(project_dir)["client_line"])
+    defaults = (given_vars or {}).get("consumer_group_defaults")
+    default_line = str((defaults or consumer_group_defaults(project_dir))["client_line"])
     check_delay_levels(seeds / "broker_delay_levels.csv")
     check_consumer_groups(seeds / "consumer_groups.csv", default_line)
     # The what-if scenarios (docs/whatif.md); a project without their seeds has none.
@@ -484,6 +487,8 @@ def _is_name(value: object) -> bool:
     return _name_var(value) is None
 
 
+# Vars the models read that dbt_project.yml does not set: retrylake passes them.
+OTHER_VARS = ("landing_path", "checks_code")
 PROJECT_VARS = {
     "retry_overdue_grace_seconds": _whole_var(0),
     "consumer_group_defaults": {
@@ -525,16 +530,19 @@ PROJECT_VARS = {
 }
 
 
-def check_project_vars(project_dir: Path) -> None:
+def check_project_vars(project_dir: Path, given_vars: dict | None = None) -> None:
     """The vars of dbt_project.yml the rules read, each of the type and range they need, before
     dbt runs: a macro would read a word as 0 and a quoted "false" as true. A value dbt renders
-    (one with `{{ ... }}`, such as an env_var) is left to dbt."""
+    (one with `{{ ... }}`, such as an env_var) is left to dbt. ``given_vars`` (a run's
+    ``--vars``) replace the file's vars of the same name whole, as dbt does, and are checked
+    with the same rules."""
     import yaml
 
     path = project_file(project_dir)
     text = path.read_text(encoding="utf-8")
     root = yaml.compose(text)
-    values = (yaml.safe_load(text) or {}).get("vars") or {}
+    given = given_vars or {}
+    values = {**((yaml.safe_load(text) or {}).get("vars") or {}), **given}
 
     def line_of(*keys: str) -> int:
         node = root
@@ -543,6 +551,10 @@ def check_project_vars(project_dir: Path) -> None:
         return node.start_mark.line + 1
 
     def fail(keys: tuple[str, ...], value: object, problem: str) -> None:
+        if keys[0] in given:
+            if len(keys) == 1 and problem.startswith("has no "):
+                problem += f" (--vars replaces the project's {keys[0]} whole, as dbt does)"
+            raise ConfigError(f"--vars, {'.'.join(keys)}: {value!r} {problem}")
         raise ConfigError(
             f"{path}, line {line_of(*keys)}, vars.{'.'.join(keys)}: {value!r} {problem}"
         )
@@ -562,6 +574,13 @@ def check_project_vars(project_dir: Path) -> None:
         if problem:
             fail(keys, value, problem)
 
+    for name in given:
+        if name not in PROJECT_VARS and name not in OTHER_VARS:
+            close = difflib.get_close_matches(name, [*PROJECT_VARS, *OTHER_VARS], n=1, cutoff=0.8)
+            if close:  # dbt would ignore it without a word
+                raise ConfigError(
+                    f"--vars, {name}: no model reads this name; the nearest they read is {close[0]}"
+                )
     for name, rule in PROJECT_VARS.items():
         if name not in values:
             raise ConfigError(f"{path}: vars has no {name}, which the models read")

@@ -21,10 +21,11 @@ class UsageError(RetrylakeError, ValueError):
 
 
 class ConfigError(RetrylakeError, ValueError):
-    """A seed file is malformed; nothing was built. The message names the file, row and value."""
+    """A seed or var is malformed; nothing was built. The message names the file, row (or line) and
+    value, or `--vars` and the value."""
 
     def message(self) -> str:
-        return f"configuration error: {self}. Fix the seed and run again; nothing was changed."
+        return f"configuration error: {self}. Fix it and run again; nothing was changed."
 
 
 class ProjectError(RetrylakeError):

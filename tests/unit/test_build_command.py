@@ -389,6 +389,13 @@ def test_the_dbt_passthrough_checks_the_seeds_of_every_command_that_builds(
     for command in (["run", "--vars", "[1, 2]"], ["run", "--vars={landing_path: /x}"]):
         with pytest.raises(UsageError, match="--vars"):
             commands.dbt(PROJECT_DIR, lakehouse, command)
+    # and so is a value the rules cannot read, whichever command it is given to
+    for command in (
+        ["run", "--vars", "{whatif_max_tries: 0}"],
+        ["test", "--vars={whatif_max_tries: x}"],
+    ):
+        with pytest.raises(ConfigError, match="--vars, whatif_max_tries: "):
+            commands.dbt(PROJECT_DIR, lakehouse, command)
     assert not dbt_commands and not started
     commands.dbt(project, lakehouse, ["test", "--debug"])  # reads no seed
     commands.dbt(project, lakehouse, ["--version"])  # dbt's own options alone pass

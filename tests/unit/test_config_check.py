@@ -542,3 +542,70 @@ def test_a_var_dbt_renders_is_left_to_dbt(project: Path):
     path.write_text(path.read_text().replace("  whatif_max_tries: 1000\n", ""))
     with pytest.raises(ConfigError, match="vars has no whatif_max_tries"):
         check_configuration(project)
+
+
+DEFAULTS = {
+    "message_model": "CLUSTERING",
+    "consume_mode": "CONCURRENTLY",
+    "max_reconsume_times": -1,
+    "suspend_current_queue_time_millis": 1000,
+    "retry_queue_nums": 1,
+    "delay_level_when_next_consume": 0,
+    "broker_cluster": "*",
+    "client_line": "remoting-4.9",
+    "consume_timeout_minutes": 15,
+    "retry_max_times": 16,
+    "consumer_kind": "PUSH",
+    "dead_letter_enabled": True,
+}
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (
+            {"retry_overdue_grace_seconds": "soon"},
+            "--vars, retry_overdue_grace_seconds: 'soon' is not a whole number",
+        ),
+        ({"schedule_fit_min_redeliveries": 0}, "--vars, schedule_fit_min_redeliveries: 0 "),
+        # dbt replaces a mapping var whole: the macros would read the missing field as none
+        (
+            {"consumer_group_defaults": {"message_model": "BROADCASTING"}},
+            "--vars, consumer_group_defaults: {'message_model': 'BROADCASTING'} has no "
+            "consume_mode (--vars replaces the project's consumer_group_defaults whole",
+        ),
+        (
+            {"consumer_group_defaults": {**DEFAULTS, "dead_letter_enabled": False}},
+            "--vars, consumer_group_defaults.dead_letter_enabled: False on the default line "
+            "remoting-4.9",
+        ),
+        # a name dbt would take and no model read
+        (
+            {"schedule_fit_min_redeliverie": 5},
+            "--vars, schedule_fit_min_redeliverie: no model reads this name; the nearest they "
+            "read is schedule_fit_min_redeliveries",
+        ),
+    ],
+)
+def test_a_bad_var_given_on_the_command_line_is_named(project: Path, given: dict, named: str):
+    """`retrylake dbt -- run --vars ...`: the values given replace the project's and are
+    checked by the same rules, before any table changes."""
+    with pytest.raises(ConfigError) as error:
+        check_configuration(project, given)
+    assert str(error.value).startswith(named), str(error.value)
+
+
+def test_good_vars_given_on_the_command_line_pass_and_set_the_default_line(project: Path):
+    # names no model reads and that resemble none are the user's (a run-operation's, say)
+    check_configuration(
+        project,
+        {"schedule_fit_min_redeliveries": 5, "max_days": 3, "consumer_group_defaults": DEFAULTS},
+    )
+    # a group row with no client_line takes the default line, which --vars may set: only on
+    # cloud-5 may it turn dead letters off
+    seed = project / "seeds" / "consumer_groups.csv"
+    _replace(seed, "DefaultCluster,cloud-5,,,16,PUSH,true\n", "DefaultCluster,,,,16,PUSH,false\n")
+    with pytest.raises(ConfigError, match=r"dead_letter_enabled.*remoting-4\.9 group"):
+        check_configuration(project)
+    cloud_defaults = {**DEFAULTS, "client_line": "cloud-5"}
+    check_configuration(project, {"consumer_group_defaults": cloud_defaults})
