@@ -38,10 +38,44 @@
     }) }}
 {% endmacro %}
 
+{#- The partitions of runs begun since the last complete one. A run that stops after some fact
+    marts are written (killed, or a `--select` of some of them) has moved lifecycles out of
+    partitions that only the previous lifecycles knew; the next run's scope takes these in, so
+    the marts it writes after message_lifecycles rewrite those partitions too. -#}
+{% macro unsettled_partitions_relation() -%}
+    {{ target.schema }}_meta.unsettled_partitions
+{%- endmacro %}
+
+{#- `partitions` (a relation of lifecycle_date, lifecycle_hour) and the unsettled partitions,
+    as a subquery; `partitions` alone on a build that rewrites everything, or in a unit test. -#}
+{% macro with_unsettled_partitions(partitions) -%}
+    {%- if in_unit_test() or refresh_scope_is_everything() -%}
+        {{ partitions }}
+    {%- else -%}
+        (select lifecycle_date, lifecycle_hour from {{ partitions }}
+        union
+        select lifecycle_date, lifecycle_hour from {{ unsettled_partitions_relation() }})
+        as with_unsettled
+    {%- endif -%}
+{%- endmacro %}
+
+{#- Post-hook of int_run__refresh_partitions: its partitions join the unsettled ones. -#}
+{% macro record_unsettled_partitions() %}
+    {%- if execute and not in_unit_test() -%}
+        {%- do run_query("insert into " ~ unsettled_partitions_relation()
+            ~ " select lifecycle_date, lifecycle_hour from " ~ this
+            ~ " except select lifecycle_date, lifecycle_hour from "
+            ~ unsettled_partitions_relation()) -%}
+    {%- endif -%}
+    select 1
+{% endmacro %}
+
 {% macro create_run_state() %}
     {%- if execute -%}
         {%- set feeds = run_state_feeds() -%}
         {%- do run_query("create database if not exists " ~ target.schema ~ "_meta") -%}
+        {%- do run_query("create table if not exists " ~ unsettled_partitions_relation()
+            ~ " (lifecycle_date date, lifecycle_hour int) using parquet") -%}
         {%- do run_query("create table if not exists " ~ run_state_relation() ~ " ("
             ~ feeds.values() | map(attribute=0) | join(" bigint, ") ~ " bigint) using parquet") -%}
         {#- A lakehouse built by an earlier release lacks the newer feeds' columns. -#}
@@ -87,6 +121,8 @@
             {%- do run_query("insert overwrite table " ~ run_state_relation() ~ " ("
                 ~ feeds.values() | map(attribute=0) | join(", ") ~ ") select "
                 ~ latest | join(", ")) -%}
+            {#- after the run state: a stop between the two only widens the next scope -#}
+            {%- do run_query("truncate table " ~ unsettled_partitions_relation()) -%}
         {%- endif -%}
     {%- endif -%}
     select 1

@@ -50,6 +50,8 @@ DLQ_MARTS = ("dlq_messages", "dlq_reconciliation", "schedule_fit")
 # how the lines were batched)
 QUARANTINE_COLUMNS = ("raw_text", "reason", "record_index")
 DAY_MS = 86_400_000
+_DAY_BEFORE_MS = 1_772_236_800_000  # 2026-02-28T00:00Z
+_MIDNIGHT_MS = _DAY_BEFORE_MS + DAY_MS
 # The 5.x gRPC feeds; their lines travel in the batches as "<feed>\0<line>".
 GRPC_FEEDS = {"otel": ".jsonl", "consume_events": ".jsonl", "broker_logs": ".log"}
 
@@ -155,6 +157,8 @@ def landing_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             out=out,
             messages=2500,
             seed=23,
+            # across midnight: a lifecycle whose first delivery arrives late moves to another day
+            start_ms=_DAY_BEFORE_MS + 21 * 3_600_000,
             hours=6,
             client_versions=("4.9", "4.9.1", "4.8"),
             malformed_share=0.002,
@@ -201,14 +205,40 @@ def full_build(spark, lakehouse: Lakehouse, full_landing: Path):
     return _marts(spark, lakehouse)
 
 
-def _build_in_batches(spark, lakehouse: Lakehouse, batches: list[list[str]], landing: Path):
+def _build_in_batches(
+    spark, lakehouse: Lakehouse, batches: list[list[str]], landing: Path, *, partly: int = -1
+):
+    """One run after each batch; after batch ``partly``, a run of the ledger's first marts
+    only (as a run killed once message_lifecycles is written leaves them), then a whole run
+    with nothing new."""
     assert sum(len(batch) for batch in batches) > 0
     for number, batch in enumerate(batches):
         _write_batch(landing, number, batch)
         # `run` rather than `build`: the seeds are loaded and the data tests ran in the full build
         command = ["run", "--full-refresh"] if number == 0 else ["run"]
+        if number == partly:
+            dbt(
+                PROJECT_DIR,
+                Lakehouse(lakehouse.root, landing),
+                ["run", "-s", "+message_lifecycles"],
+            )
         dbt(PROJECT_DIR, Lakehouse(lakehouse.root, landing), command)
+        # between batches too, where a later batch could mend what this run left behind
+        _assert_stats_count_the_lifecycles(spark)
     return _marts(spark, lakehouse)
+
+
+def _assert_stats_count_the_lifecycles(spark) -> None:
+    """Each day's stats count that day's lifecycles and their deliveries, by definition."""
+    counted = spark.sql(
+        "select consumer_group, stat_date, messages, deliveries"
+        " from retrylake_unpublished.group_retry_stats_daily"
+    )
+    lifecycles = spark.sql(
+        "select consumer_group, lifecycle_date, count(*), sum(deliveries)"
+        " from retrylake_unpublished.message_lifecycles group by 1, 2"
+    )
+    assert sorted(map(tuple, counted.collect())) == sorted(map(tuple, lifecycles.collect()))
 
 
 def _assert_same(built: dict, full: dict) -> None:
@@ -258,18 +288,22 @@ def test_a_random_split_builds_the_same_marts(
 def test_adversarial_split_builds_the_same_marts(
     spark, lakehouse, landing_lines, full_build, tmp_path
 ):
-    """Later hours first, then earlier ones; Pubs only at the end; the SubAfter-only trace
-    messages of the earlier hours held back to the end; the day-late replays last of all."""
+    """The hours after midnight first, then those before, which move lifecycles to the day
+    before; Pubs only at the end; the SubAfter-only trace messages of the earlier hours held
+    back to the end; the day-late replays last of all. The earlier hours' run stops after
+    message_lifecycles, so the next run must rewrite the day the moved lifecycles left in the
+    marts after it, though nothing new names that day."""
     originals, replays = landing_lines[:-20], landing_lines[-20:]
     producer = [line for line in originals if _kinds(line) == {"Pub"}]
     consumer = [line for line in originals if _kinds(line) != {"Pub"}]
-    consumer.sort(key=_store_ms)
-    early, late = consumer[: len(consumer) // 2], consumer[len(consumer) // 2 :]
+    # cut at midnight: the earlier batch names no lifecycle of the later day
+    early = [line for line in consumer if _store_ms(line) < _MIDNIGHT_MS]
+    late = [line for line in consumer if _store_ms(line) >= _MIDNIGHT_MS]
     held_back = [line for line in early if _kinds(line) == {"SubAfter"}]
     early = [line for line in early if line not in set(held_back)]
     batches = [late, early, producer + held_back, replays]
     assert held_back and producer and replays
-    built = _build_in_batches(spark, lakehouse, batches, tmp_path / "landing")
+    built = _build_in_batches(spark, lakehouse, batches, tmp_path / "landing", partly=1)
     _assert_same(built, full_build)
 
     # and building again with no new data changes nothing: not the marts, not a table behind
