@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from retrylake.errors import ConfigError
-from retrylake.project import consumer_group_defaults, project_file
+from retrylake.project import project_file, project_var
 from spark_udfs import DelayLevelError, parse_delay_levels
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
@@ -409,7 +409,10 @@ def check_configuration(project_dir: Path, given_vars: dict | None = None) -> No
     check_project_vars(project_dir, given_vars)
     seeds = project_dir / "seeds"
     defaults = (given_vars or {}).get("consumer_group_defaults")
-    default_line = str((defaults or consumer_group_defaults(project_dir))["client_line"])
+    if defaults is None:
+        defaults = project_var("consumer_group_defaults", project_dir)
+    # (a value dbt renders, `{{ ... }}`, is left to dbt: its line is not known here)
+    default_line = str(defaults["client_line"]) if isinstance(defaults, dict) else None
     check_delay_levels(seeds / "broker_delay_levels.csv")
     check_consumer_groups(seeds / "consumer_groups.csv", default_line)
     # The what-if scenarios (docs/whatif.md); a project without their seeds has none.
@@ -586,6 +589,8 @@ def check_project_vars(project_dir: Path, given_vars: dict | None = None) -> Non
             raise ConfigError(f"{path}: vars has no {name}, which the models read")
         check((name,), values[name], rule)
     defaults = values["consumer_group_defaults"]
+    if not isinstance(defaults, dict):  # rendered by dbt
+        return
     if defaults["dead_letter_enabled"] is False and not _turns_dead_letters_off(
         defaults["client_line"]
     ):

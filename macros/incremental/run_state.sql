@@ -47,9 +47,13 @@
 {%- endmacro %}
 
 {#- `partitions` (a relation of lifecycle_date, lifecycle_hour) and the unsettled partitions,
-    as a subquery; `partitions` alone on a build that rewrites everything, or in a unit test. -#}
+    as a subquery; `partitions` alone on a build that rewrites everything, in a unit test, or
+    before the table exists (a lakehouse of an earlier release, compiled before its first run). -#}
 {% macro with_unsettled_partitions(partitions) -%}
-    {%- if in_unit_test() or refresh_scope_is_everything() -%}
+    {%- set unsettled = adapter.get_relation(
+        database=none, schema=target.schema ~ '_meta', identifier='unsettled_partitions')
+        if execute and not in_unit_test() else none -%}
+    {%- if unsettled is none or refresh_scope_is_everything() -%}
         {{ partitions }}
     {%- else -%}
         (select lifecycle_date, lifecycle_hour from {{ partitions }}
@@ -59,7 +63,8 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- Post-hook of int_run__refresh_partitions: its partitions join the unsettled ones. -#}
+{#- Post-hook of int_run__refresh_partitions, before any fact mart is written: its partitions
+    join the unsettled ones (none on a run that rewrites everything). -#}
 {% macro record_unsettled_partitions() %}
     {%- if execute and not in_unit_test() -%}
         {%- do run_query("insert into " ~ unsettled_partitions_relation()
@@ -68,6 +73,20 @@
             ~ unsettled_partitions_relation()) -%}
     {%- endif -%}
     select 1
+{% endmacro %}
+
+{#- What an earlier run that stopped part way left unsettled, read at the end of this one: the
+    reason a build that wrote no fact mart must not publish, or none. -#}
+{% macro unsettled_by_earlier_run() %}
+    {%- set unsettled = adapter.get_relation(
+        database=none, schema=target.schema ~ '_meta', identifier='unsettled_partitions') -%}
+    {%- if unsettled is not none -%}
+        {%- set count = run_query("select count(*) from " ~ unsettled).columns[0].values()[0] -%}
+        {%- if count | int > 0 -%}
+            {{ return("an earlier run stopped part way, " ~ count ~ " partitions unsettled") }}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(none) }}
 {% endmacro %}
 
 {% macro create_run_state() %}
@@ -121,7 +140,7 @@
             {%- do run_query("insert overwrite table " ~ run_state_relation() ~ " ("
                 ~ feeds.values() | map(attribute=0) | join(", ") ~ ") select "
                 ~ latest | join(", ")) -%}
-            {#- after the run state: a stop between the two only widens the next scope -#}
+            {#- after the run state: a stop between them only widens the next scope -#}
             {%- do run_query("truncate table " ~ unsettled_partitions_relation()) -%}
         {%- endif -%}
     {%- endif -%}

@@ -49,22 +49,25 @@
                 {%- do skipped.append(result.node.name) -%}
             {%- endif -%}
         {%- endfor -%}
-        {#- A run that wrote some fact marts and not the others (a --select) leaves them
-            disagreeing until a run writes them all: readers keep the last whole build. -#}
+        {#- A run that wrote some fact marts and not the others (a --select, or a run after one
+            that stopped part way and wrote none) leaves them disagreeing until a run writes them
+            all: readers keep the last whole build. -#}
         {%- set facts_built = [] -%}
         {%- for result in results if result.status == 'success' -%}
             {%- if result.node.name in fact_mart_names() -%}
                 {%- do facts_built.append(result.node.name) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- if failed or skipped or facts_built and facts_built | length < fact_mart_names() | length -%}
+        {%- set unsettled = none if facts_built or failed or skipped else unsettled_by_earlier_run() -%}
+        {%- set partial = unsettled or facts_built and facts_built | length < fact_mart_names() | length -%}
+        {%- if failed or skipped or partial -%}
             {%- set marts = published_mart_names() -%}
             {%- set shown = published_build_of(marts[0]) if marts else none -%}
             {%- set failures = failed | length ~ " failed: " ~ failed[:5] | join(", ")
                 ~ ("..." if failed | length > 5 else "") ~ "; " ~ skipped | length ~ " skipped" -%}
-            {%- set partial_run = "a partial run: " ~ facts_built | length ~ " of "
-                ~ fact_mart_names() | length ~ " fact marts built; the next run that builds them "
-                ~ "all publishes" -%}
+            {%- set partial_run = (unsettled or "a partial run: " ~ facts_built | length ~ " of "
+                ~ fact_mart_names() | length ~ " fact marts built") ~ "; the next run that builds"
+                ~ " them all publishes" -%}
             {{ log("retrylake: not published ("
                 ~ (failures if failed or skipped else partial_run) ~ "); readers still see "
                 ~ ("build " ~ shown if shown else "no build"), info=true) }}

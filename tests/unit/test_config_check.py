@@ -539,6 +539,9 @@ def test_a_var_dbt_renders_is_left_to_dbt(project: Path):
         "  trace_clock_skew_hours: \"{{ env_var('SKEW_HOURS', 24) }}\"\n",
     )
     check_configuration(project)
+    # and so is a mapping dbt renders, in the file or given on the command line
+    rendered = "{{ fromyaml(env_var('GROUP_DEFAULTS')) }}"
+    check_configuration(project, {"consumer_group_defaults": rendered})
     path.write_text(path.read_text().replace("  whatif_max_tries: 1000\n", ""))
     with pytest.raises(ConfigError, match="vars has no whatif_max_tries"):
         check_configuration(project)
