@@ -82,10 +82,12 @@ def point_readers_at(folder: Path, manifest: dict, kept: int) -> list[str]:
     build = manifest["build"]
     text = json.dumps(manifest, sort_keys=True)  # one line: Spark reads the manifests as JSON
     (folder / MANIFESTS).mkdir(exist_ok=True)
-    (folder / MANIFESTS / f"{build}.json").write_text(text + "\n")
-    staged = folder / f".{CURRENT}.{build}"
-    staged.write_text(text + "\n")
-    os.replace(staged, folder / CURRENT)
+    # readers list manifests/*.json while builds publish: each file appears whole, by a rename
+    # from a name the listing skips
+    for final in (folder / MANIFESTS / f"{build}.json", folder / CURRENT):
+        staged = final.with_name(f".{final.name}.{build}.tmp")
+        staged.write_text(text + "\n")
+        os.replace(staged, final)
     return prune(folder, keep=max(kept, 1), current=build)
 
 
