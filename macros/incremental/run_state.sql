@@ -49,10 +49,14 @@
 {#- `partitions` (a relation of lifecycle_date, lifecycle_hour) and the unsettled partitions,
     as a subquery; `partitions` alone on a build that rewrites everything, in a unit test, or
     before the table exists (a lakehouse of an earlier release, compiled before its first run). -#}
+{#- The table, as dbt's relation cache knows it: none before it exists. -#}
+{% macro unsettled_partitions_table() -%}
+    {{ return(adapter.get_relation(
+        database=none, schema=target.schema ~ '_meta', identifier='unsettled_partitions')) }}
+{%- endmacro %}
+
 {% macro with_unsettled_partitions(partitions) -%}
-    {%- set unsettled = adapter.get_relation(
-        database=none, schema=target.schema ~ '_meta', identifier='unsettled_partitions')
-        if execute and not in_unit_test() else none -%}
+    {%- set unsettled = unsettled_partitions_table() if execute and not in_unit_test() else none -%}
     {%- if unsettled is none or refresh_scope_is_everything() -%}
         {{ partitions }}
     {%- else -%}
@@ -78,8 +82,7 @@
 {#- What an earlier run that stopped part way left unsettled, read at the end of this one: the
     reason a build that wrote no fact mart must not publish, or none. -#}
 {% macro unsettled_by_earlier_run() %}
-    {%- set unsettled = adapter.get_relation(
-        database=none, schema=target.schema ~ '_meta', identifier='unsettled_partitions') -%}
+    {%- set unsettled = unsettled_partitions_table() -%}
     {%- if unsettled is not none -%}
         {%- set count = run_query("select count(*) from " ~ unsettled).columns[0].values()[0] -%}
         {%- if count | int > 0 -%}
@@ -118,19 +121,24 @@
     {{ return(result.columns[0].values()[0] | int) }}
 {% endmacro %}
 
+{#- The fact marts a run's `results` built successfully, by name. -#}
+{% macro fact_marts_built(results) %}
+    {%- set built = [] -%}
+    {%- for result in results -%}
+        {%- if result.node.resource_type == 'model' and result.status == 'success' -%}
+            {%- do built.append(result.node.name) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set complete = [] -%}
+    {%- for name in fact_mart_names() if name in built -%}
+        {%- do complete.append(name) -%}
+    {%- endfor -%}
+    {{ return(complete) }}
+{% endmacro %}
+
 {% macro record_run_state(results) %}
     {%- if execute -%}
-        {%- set built = [] -%}
-        {%- for result in results -%}
-            {%- if result.node.resource_type == 'model' and result.status == 'success' -%}
-                {%- do built.append(result.node.name) -%}
-            {%- endif -%}
-        {%- endfor -%}
-        {%- set complete = [] -%}
-        {%- for name in fact_mart_names() if name in built -%}
-            {%- do complete.append(name) -%}
-        {%- endfor -%}
-        {%- if complete | length == fact_mart_names() | length -%}
+        {%- if fact_marts_built(results) | length == fact_mart_names() | length -%}
             {%- set feeds = run_state_feeds() -%}
             {%- set latest = [] -%}
             {%- for column, staging in feeds.values() -%}

@@ -52,12 +52,7 @@
         {#- A run that wrote some fact marts and not the others (a --select, or a run after one
             that stopped part way and wrote none) leaves them disagreeing until a run writes them
             all: readers keep the last whole build. -#}
-        {%- set facts_built = [] -%}
-        {%- for result in results if result.status == 'success' -%}
-            {%- if result.node.name in fact_mart_names() -%}
-                {%- do facts_built.append(result.node.name) -%}
-            {%- endif -%}
-        {%- endfor -%}
+        {%- set facts_built = fact_marts_built(results) -%}
         {%- set unsettled = none if facts_built or failed or skipped else unsettled_by_earlier_run() -%}
         {%- set partial = unsettled or facts_built and facts_built | length < fact_mart_names() | length -%}
         {%- if failed or skipped or partial -%}
