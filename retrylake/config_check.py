@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from retrylake.errors import ConfigError
-from retrylake.project import project_file, project_var
+from retrylake.project import project_file, project_var, vars_read_by_models
 from spark_udfs import DelayLevelError, parse_delay_levels
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
@@ -545,7 +545,9 @@ def check_project_vars(project_dir: Path, given_vars: dict | None = None) -> Non
     text = path.read_text(encoding="utf-8")
     root = yaml.compose(text)
     given = given_vars or {}
-    values = {**((yaml.safe_load(text) or {}).get("vars") or {}), **given}
+    project = yaml.safe_load(text) or {}
+    file_values, scoped = vars_read_by_models(project)
+    values = {**file_values, **given}  # --vars before both, as dbt reads them
 
     def line_of(*keys: str) -> int:
         node = root
@@ -558,6 +560,8 @@ def check_project_vars(project_dir: Path, given_vars: dict | None = None) -> Non
             if len(keys) == 1 and problem.startswith("has no "):
                 problem += f" (--vars replaces the project's {keys[0]} whole, as dbt does)"
             raise ConfigError(f"--vars, {'.'.join(keys)}: {value!r} {problem}")
+        if keys[0] in scoped:
+            keys = (project["name"], *keys)
         raise ConfigError(
             f"{path}, line {line_of(*keys)}, vars.{'.'.join(keys)}: {value!r} {problem}"
         )

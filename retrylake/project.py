@@ -24,13 +24,23 @@ def project_file(project_dir: Path) -> Path:
     return path
 
 
+def vars_read_by_models(document: dict) -> tuple[dict, dict]:
+    """The vars the project's models read, from a dbt_project.yml ``document``: the global ones
+    overridden by those scoped to the project (`vars: {retrylake: {...}}`), as dbt merges them;
+    and the scoped ones alone."""
+    file_vars = document.get("vars") or {}
+    scoped = file_vars.get(document.get("name"))
+    scoped = scoped if isinstance(scoped, dict) else {}
+    return {**file_vars, **scoped}, scoped
+
+
 @functools.cache
 def project_vars(project_dir: Path = DEFAULT_PROJECT_DIR) -> dict:
     import yaml
 
     path = project_file(project_dir)
     with path.open(encoding="utf-8") as handle:
-        return (yaml.safe_load(handle) or {}).get("vars") or {}
+        return vars_read_by_models(yaml.safe_load(handle) or {})[0]
 
 
 def project_var(name: str, project_dir: Path):

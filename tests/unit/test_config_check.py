@@ -547,6 +547,31 @@ def test_a_var_dbt_renders_is_left_to_dbt(project: Path):
         check_configuration(project)
 
 
+def test_a_project_scoped_var_is_checked_where_it_is_written(project: Path):
+    """dbt reads `vars: {retrylake: {...}}` before the global vars for the project's models:
+    a bad value there is named at its own line, and a good one there overrides a bad global."""
+    path = project / "dbt_project.yml"
+    written = "  retrylake:\n    whatif_max_tries: many\n"
+    _replace(path, "  published_builds_kept: 10\n", "  published_builds_kept: 10\n" + written)
+    scoped = path.read_text()
+    line = scoped[: scoped.index(written)].count("\n") + 2
+    with pytest.raises(ConfigError) as error:
+        check_configuration(project)
+    assert f"{path}, line {line}, vars.retrylake.whatif_max_tries: 'many' is not a whole" in str(
+        error.value
+    )
+    # the scoped value is the one the models read: a bad global one under it is not
+    path.write_text(
+        scoped.replace("whatif_max_tries: many", "whatif_max_tries: 50").replace(
+            "  whatif_max_tries: 1000\n", "  whatif_max_tries: 0\n"
+        )
+    )
+    check_configuration(project)
+    # and a value given with --vars is read before both
+    with pytest.raises(ConfigError, match="--vars, whatif_max_tries: 0 "):
+        check_configuration(project, {"whatif_max_tries": 0})
+
+
 DEFAULTS = {
     "message_model": "CLUSTERING",
     "consume_mode": "CONCURRENTLY",
