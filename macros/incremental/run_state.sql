@@ -49,10 +49,25 @@
 {#- `partitions` (a relation of lifecycle_date, lifecycle_hour) and the unsettled partitions,
     as a subquery; `partitions` alone on a build that rewrites everything, in a unit test, or
     before the table exists (a lakehouse of an earlier release, compiled before its first run). -#}
-{#- The table, as dbt's relation cache knows it: none before it exists. -#}
-{% macro unsettled_partitions_table() -%}
+{#- A table of the `_meta` schema as dbt's relation cache knew it when this invocation began:
+    none if it did not exist then (one made during the run by run_query is not in the cache). -#}
+{% macro meta_table(identifier) -%}
     {{ return(adapter.get_relation(
-        database=none, schema=target.schema ~ '_meta', identifier='unsettled_partitions')) }}
+        database=none, schema=target.schema ~ '_meta', identifier=identifier)) }}
+{%- endmacro %}
+
+{#- The unsettled partitions' table: none before it exists. -#}
+{% macro unsettled_partitions_table() -%}
+    {{ return(meta_table('unsettled_partitions')) }}
+{%- endmacro %}
+
+{#- Present while a run that writes fact marts over the whole history (a first build, a full
+    refresh, the upgrade's run) has not completed: it may have rewritten message_lifecycles
+    everywhere, so the marts it did not reach may be stale on any day, beyond any list of
+    partitions. Until a run completes, each run's scope is the whole history again
+    (previous_fact_relation). Recorded by record_whole_runs. -#}
+{% macro history_unsettled_relation() -%}
+    {{ target.schema }}_meta.history_unsettled
 {%- endmacro %}
 
 {% macro with_unsettled_partitions(partitions) -%}
@@ -68,7 +83,7 @@
 {%- endmacro %}
 
 {#- Post-hook of int_run__refresh_partitions, before any fact mart is written: its partitions
-    join the unsettled ones (none on a run that rewrites everything). -#}
+    join the unsettled ones (none on a run that rewrites everything: record_whole_runs). -#}
 {% macro record_unsettled_partitions() %}
     {%- if execute and not in_unit_test() -%}
         {%- do run_query("insert into " ~ unsettled_partitions_relation()
@@ -79,9 +94,13 @@
     select 1
 {% endmacro %}
 
-{#- What an earlier run that stopped part way left unsettled, read at the end of this one: the
+{#- What an earlier run that stopped part way left unsettled, read at the end of this one (the
+    whole-history marker as it was when this one began; a run of no fact mart makes none): the
     reason a build that wrote no fact mart must not publish, or none. -#}
 {% macro unsettled_by_earlier_run() %}
+    {%- if meta_table('history_unsettled') is not none -%}
+        {{ return("an earlier run of the whole history stopped part way") }}
+    {%- endif -%}
     {%- set unsettled = unsettled_partitions_table() -%}
     {%- if unsettled is not none -%}
         {%- set count = run_query("select count(*) from " ~ unsettled).columns[0].values()[0] -%}
@@ -150,7 +169,9 @@
                 ~ latest | join(", ")) -%}
             {#- after the run state: a stop between them only widens the next scope -#}
             {%- do run_query("truncate table " ~ unsettled_partitions_relation()) -%}
+            {%- do run_query("drop table if exists " ~ history_unsettled_relation()) -%}
         {%- endif -%}
+        {%- do settle_full_refresh(results) -%}
     {%- endif -%}
     select 1
 {% endmacro %}
@@ -194,7 +215,8 @@
         ref(): the refresh scope reads the marts' previous state, which ref() would turn into a
         cycle. Each in its own schema (the dead-letter ones are in the intermediate schema, the
         others in the unpublished marts' one). -#}
-    {%- if not execute or flags.FULL_REFRESH or in_unit_test() -%}
+    {%- if not execute or flags.FULL_REFRESH or in_unit_test()
+        or meta_table('history_unsettled') is not none -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set nodes = fact_mart_nodes() -%}
@@ -208,4 +230,87 @@
     {%- set node = nodes[name] -%}
     {{ return(adapter.get_relation(
         database=none, schema=node.schema, identifier=node.alias or node.name)) }}
+{% endmacro %}
+
+{#- A full refresh of a staging table starts its load ids from 1 again, so until a full refresh
+    has rebuilt every incremental model, the tables it did not reach (int_trace__pairing_verdicts'
+    load ids, the fact marts' days) belong to the history before it, and an incremental run
+    would join the two. So such a full refresh records itself as pending (record_whole_runs),
+    one that rebuilt every incremental model settles it (settle_full_refresh), and meanwhile a
+    run or build of an incremental model that is not a full refresh is refused
+    (guard_full_refresh). -#}
+{% macro full_refresh_pending_relation() -%}
+    {{ target.schema }}_meta.full_refresh_pending
+{%- endmacro %}
+
+{#- The project's incremental models (the staging tables, the pairing verdicts, the fact marts),
+    by unique id; with `folder`, those in that folder of models/ only. -#}
+{% macro incremental_model_ids(folder=none) %}
+    {%- set ids = [] -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and node.config.materialized == 'incremental'
+        and (folder is none or node.fqn[1] == folder) -%}
+        {%- do ids.append(node.unique_id) -%}
+    {%- endfor -%}
+    {{ return(ids) }}
+{% endmacro %}
+
+{#- Those of `ids` this invocation may write: the selected ones, or all of them when dbt gives
+    no selection (`dbt retry` builds its own queue, leaving selected_resources empty, and runs
+    with the flags of the command it retries). -#}
+{% macro selected_of(ids) %}
+    {%- if not selected_resources -%}
+        {{ return(ids) }}
+    {%- endif -%}
+    {{ return(ids | select('in', selected_resources) | list) }}
+{% endmacro %}
+
+{#- on-run-start, first: nothing has changed yet when it refuses. -#}
+{% macro guard_full_refresh() %}
+    {%- if execute and flags.WHICH in ('run', 'build') and not flags.FULL_REFRESH
+        and selected_of(incremental_model_ids())
+        and meta_table('full_refresh_pending') is not none -%}
+        {{ exceptions.raise_compiler_error(
+            "retrylake: refused before any change. A full refresh begun earlier did not rebuild"
+            ~ " every incremental model (it was stopped, something in it failed, or it was given"
+            ~ " a --select). It started the staging tables' load ids again, so the tables it did"
+            ~ " not reach still hold the history before it, which this run would mix in ("
+            ~ full_refresh_pending_relation() ~ "). Run the full refresh again, of every model:"
+            ~ " retrylake build --full-refresh (plain dbt: dbt run --full-refresh, with no"
+            ~ " --select)."
+        ) }}
+    {%- endif -%}
+    select 1
+{% endmacro %}
+
+{#- on-run-start, last (a hook that fails before it leaves no record): a full refresh of a
+    staging table is pending until settled; a run that writes fact marts over the whole history
+    leaves the history unsettled until a run completes. -#}
+{% macro record_whole_runs() %}
+    {%- if execute and flags.WHICH in ('run', 'build') -%}
+        {%- if flags.FULL_REFRESH and selected_of(incremental_model_ids('staging')) -%}
+            {%- do run_query("create table if not exists " ~ full_refresh_pending_relation()
+                ~ " (marker boolean) using parquet") -%}
+        {%- endif -%}
+        {%- set fact_marts = fact_mart_nodes().values() | map(attribute='unique_id') | list -%}
+        {%- if selected_of(fact_marts) and refresh_scope_is_everything() -%}
+            {%- do run_query("create table if not exists " ~ history_unsettled_relation()
+                ~ " (marker boolean) using parquet") -%}
+        {%- endif -%}
+    {%- endif -%}
+    select 1
+{% endmacro %}
+
+{#- In the run state's hook: a full refresh in which every incremental model was rebuilt. -#}
+{% macro settle_full_refresh(results) %}
+    {%- if flags.FULL_REFRESH -%}
+        {%- set built = [] -%}
+        {%- for result in results
+            if result.node.resource_type == 'model' and result.status == 'success' -%}
+            {%- do built.append(result.node.unique_id) -%}
+        {%- endfor -%}
+        {%- if incremental_model_ids() | reject('in', built) | list | length == 0 -%}
+            {%- do run_query("drop table if exists " ~ full_refresh_pending_relation()) -%}
+        {%- endif -%}
+    {%- endif -%}
 {% endmacro %}

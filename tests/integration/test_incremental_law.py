@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from retrylake.commands import build, dbt
+from retrylake.errors import DbtFailedError
 from retrylake.lakehouse import Lakehouse
 from retrylake.sim.engine import GeneratorConfig, generate
 from spark_udfs.snapshots import PUBLISHED_FOLDER, published_marts
@@ -264,6 +265,17 @@ def _assert_same(built: dict, full: dict) -> None:
         assert built[name] == full[name], name
 
 
+def _as_judged_by_an_earlier_release(spark, table: str) -> None:
+    """Make the first day of ``table`` (a mart partitioned by day) count other numbers, as
+    a release with other rules would have: its `messages` less one."""
+    first_day = spark.sql(f"select min(stat_date) from {table}").collect()[0][0]
+    rows = spark.table(table).where(f"stat_date = date'{first_day}'")
+    changed = rows.withColumn("messages", rows["messages"] - 1).select(*rows.columns)
+    # held in memory: Spark refuses to overwrite a table it reads in the same query
+    spark.createDataFrame(changed.collect(), changed.schema).write.insertInto(table, overwrite=True)
+    assert spark.table(table).where(f"stat_date = date'{first_day}'").count() == rows.count()
+
+
 def _published_build(spark, mart: str) -> str:
     shown = spark.sql(f"show tblproperties retrylake.{mart} ('retrylake.published_build')")
     return shown.collect()[0][-1]
@@ -289,18 +301,40 @@ def test_a_random_split_builds_the_same_marts(
     batches: list[list[str]] = [[], []]
     for line in landing_lines:
         batches[rng.randrange(2)].append(line)
-    built = _build_in_batches(spark, lakehouse, batches, tmp_path / "landing")
+    landing = Lakehouse(lakehouse.root, tmp_path / "landing")
+    built = _build_in_batches(spark, lakehouse, batches, landing.landing)
     _assert_same(built, full_build)
 
     # An upgrade that adds a column to a fact mart: the next run writes the whole history
     # again, so that every file has the column and the build publishes (a published view
-    # reads the files), and the marts are still the full build's.
+    # reads the files), and the marts are still the full build's. Its first run stops once
+    # message_lifecycles is written, and the marts after it hold what the release before
+    # judged (here a day of stats that disagrees with its lifecycles): the next run, with
+    # nothing new, takes the whole history again and mends them.
     _as_before_the_column(spark, "retrylake_unpublished.message_lifecycles", "dropped_deliveries")
+    _as_judged_by_an_earlier_release(spark, "retrylake_unpublished.group_retry_stats_daily")
     shown = _published_build(spark, "message_lifecycles")
-    dbt(PROJECT_DIR, Lakehouse(lakehouse.root, tmp_path / "landing"), ["run"])
+    dbt(PROJECT_DIR, landing, ["run", "-s", "+message_lifecycles"])
+    assert _published_build(spark, "message_lifecycles") == shown
+    dbt(PROJECT_DIR, landing, ["run"])
     assert _published_build(spark, "message_lifecycles") != shown
     assert "dropped_deliveries" in spark.table("retrylake.message_lifecycles").columns
+    _assert_stats_count_the_lifecycles(spark)
     _assert_same(_marts(spark, lakehouse), full_build)
+    # complete: the runs after it are incremental again
+    assert not spark.catalog.tableExists("retrylake_meta.history_unsettled")
+
+    # A full refresh of a staging table alone (as one stopped after it leaves them) started its
+    # load ids again: a run that is not a full refresh is refused before it changes anything,
+    # until a full refresh of every model completes (the next module's first build, or the
+    # adversarial split's, is one). A full refresh of a fact mart alone restarts no load id.
+    dbt(PROJECT_DIR, landing, ["run", "--full-refresh", "-s", "group_retry_stats_daily"])
+    assert not spark.catalog.tableExists("retrylake_meta.full_refresh_pending")
+    dbt(PROJECT_DIR, landing, ["run", "--full-refresh", "-s", "stg_landing__broker_log_lines"])
+    files = {path: path.stat().st_mtime_ns for path in lakehouse.warehouse.rglob("*")}
+    with pytest.raises(DbtFailedError, match="did not rebuild every incremental model"):
+        dbt(PROJECT_DIR, landing, ["run", "-s", "group_retry_stats_daily"])
+    assert {path: path.stat().st_mtime_ns for path in lakehouse.warehouse.rglob("*")} == files
 
 
 def test_adversarial_split_builds_the_same_marts(
@@ -323,6 +357,8 @@ def test_adversarial_split_builds_the_same_marts(
     assert held_back and producer and replays
     built = _build_in_batches(spark, lakehouse, batches, tmp_path / "landing", partly=1)
     _assert_same(built, full_build)
+    # its first run, a full refresh of every model, settled the one the random split left
+    assert not spark.catalog.tableExists("retrylake_meta.full_refresh_pending")
 
     # and building again with no new data changes nothing: not the marts, not a table behind
     # them. The last run's bookkeeping (its refresh scope, the load ids it processed, the
