@@ -46,9 +46,6 @@
     {{ target.schema }}_meta.unsettled_partitions
 {%- endmacro %}
 
-{#- `partitions` (a relation of lifecycle_date, lifecycle_hour) and the unsettled partitions,
-    as a subquery; `partitions` alone on a build that rewrites everything, in a unit test, or
-    before the table exists (a lakehouse of an earlier release, compiled before its first run). -#}
 {#- A table of the `_meta` schema as dbt's relation cache knew it when this invocation began:
     none if it did not exist then (one made during the run by run_query is not in the cache). -#}
 {% macro meta_table(identifier) -%}
@@ -70,6 +67,9 @@
     {{ target.schema }}_meta.history_unsettled
 {%- endmacro %}
 
+{#- `partitions` (a relation of lifecycle_date, lifecycle_hour) and the unsettled partitions,
+    as a subquery; `partitions` alone on a build that rewrites everything, in a unit test, or
+    before the table exists (a lakehouse of an earlier release, compiled before its first run). -#}
 {% macro with_unsettled_partitions(partitions) -%}
     {%- set unsettled = unsettled_partitions_table() if execute and not in_unit_test() else none -%}
     {%- if unsettled is none or refresh_scope_is_everything() -%}
@@ -285,9 +285,10 @@
 
 {#- on-run-start, last (a hook that fails before it leaves no record): a full refresh of a
     staging table is pending until settled; a run that writes fact marts over the whole history
-    leaves the history unsettled until a run completes. -#}
+    leaves the history unsettled until a run completes. A `dbt retry` (no selection) records
+    nothing: the run it retries recorded what it began, and the retry alone settles neither. -#}
 {% macro record_whole_runs() %}
-    {%- if execute and flags.WHICH in ('run', 'build') -%}
+    {%- if execute and flags.WHICH in ('run', 'build') and selected_resources -%}
         {%- if flags.FULL_REFRESH and selected_of(incremental_model_ids('staging')) -%}
             {%- do run_query("create table if not exists " ~ full_refresh_pending_relation()
                 ~ " (marker boolean) using parquet") -%}
