@@ -44,16 +44,7 @@ def test_a_setting_the_groups_line_does_not_read_is_returned(spark) -> None:
         "stg_config__whatif_consumer_groups": "scenario_groups_under_test",
         "int_consumer_group_settings": "groups_under_test",
     }
-    macros = Environment().from_string(GRPC_RULES.read_text()).module
-    sql = (
-        Environment()
-        .from_string(TEST_FILE.read_text())
-        .render(
-            config=lambda **_: "",
-            ref=tables.__getitem__,
-            is_grpc_client_line=macros.is_grpc_client_line,
-        )
-    )
+    sql = _render(tables, execute=True, load_relation=lambda relation: relation)
     failing = {
         (row.consumer_group, row.client_line, row.setting_not_read)
         for row in spark.sql(sql).collect()
@@ -65,3 +56,34 @@ def test_a_setting_the_groups_line_does_not_read_is_returned(spark) -> None:
         ("cloud", "cloud-5", "max_reconsume_times"),
         ("unseen", None, "every setting: no seed row and no data name this group"),
     }
+
+
+def test_a_lakehouse_whose_what_if_was_never_built_has_nothing_to_check(spark) -> None:
+    """A selection of ledger models (`--select +consume_attempts`) picks the test up through the
+    settings it reads: with no what-if staging table it returns no row, and names no table that
+    is not there."""
+    spark.sql(
+        "create or replace temporary view groups_under_test as "
+        "select * from values ('remoting', 'remoting-4.9') as t(consumer_group, client_line)"
+    )
+    tables = {
+        "stg_config__whatif_consumer_groups": "no_such_table_here",
+        "int_consumer_group_settings": "groups_under_test",
+    }
+    sql = _render(tables, execute=True, load_relation=lambda relation: None)
+    assert "no_such_table_here" not in sql
+    assert spark.sql(sql).collect() == []
+
+
+def _render(tables: dict[str, str], **context) -> str:
+    macros = Environment().from_string(GRPC_RULES.read_text()).module
+    return (
+        Environment()
+        .from_string(TEST_FILE.read_text())
+        .render(
+            config=lambda **_: "",
+            ref=tables.__getitem__,
+            is_grpc_client_line=macros.is_grpc_client_line,
+            **context,
+        )
+    )
