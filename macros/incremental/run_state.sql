@@ -140,19 +140,20 @@
     {{ return(result.columns[0].values()[0] | int) }}
 {% endmacro %}
 
+{#- The models a run's `results` built successfully, as graph nodes. -#}
+{% macro models_built(results) %}
+    {%- set built = [] -%}
+    {%- for result in results
+        if result.node.resource_type == 'model' and result.status == 'success' -%}
+        {%- do built.append(result.node) -%}
+    {%- endfor -%}
+    {{ return(built) }}
+{% endmacro %}
+
 {#- The fact marts a run's `results` built successfully, by name. -#}
 {% macro fact_marts_built(results) %}
-    {%- set built = [] -%}
-    {%- for result in results -%}
-        {%- if result.node.resource_type == 'model' and result.status == 'success' -%}
-            {%- do built.append(result.node.name) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- set complete = [] -%}
-    {%- for name in fact_mart_names() if name in built -%}
-        {%- do complete.append(name) -%}
-    {%- endfor -%}
-    {{ return(complete) }}
+    {%- set built = models_built(results) | map(attribute='name') | list -%}
+    {{ return(fact_mart_names() | select('in', built) | list) }}
 {% endmacro %}
 
 {% macro record_run_state(results) %}
@@ -305,11 +306,7 @@
 {#- In the run state's hook: a full refresh in which every incremental model was rebuilt. -#}
 {% macro settle_full_refresh(results) %}
     {%- if flags.FULL_REFRESH -%}
-        {%- set built = [] -%}
-        {%- for result in results
-            if result.node.resource_type == 'model' and result.status == 'success' -%}
-            {%- do built.append(result.node.unique_id) -%}
-        {%- endfor -%}
+        {%- set built = models_built(results) | map(attribute='unique_id') | list -%}
         {%- if incremental_model_ids() | reject('in', built) | list | length == 0 -%}
             {%- do run_query("drop table if exists " ~ full_refresh_pending_relation()) -%}
         {%- endif -%}
