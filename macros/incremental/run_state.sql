@@ -235,17 +235,18 @@
 
 {#- A full refresh of a staging table starts its load ids from 1 again, so until a full refresh
     has rebuilt every incremental model, the tables it did not reach (the load ids of
-    int_trace__pairing_verdicts and int_landing__ignored_by_load, the fact marts' days) belong to the history before it, and an incremental run
-    would join the two. So such a full refresh records itself as pending (record_whole_runs),
-    one that rebuilt every incremental model settles it (settle_full_refresh), and meanwhile a
-    run or build of an incremental model that is not a full refresh is refused
-    (guard_full_refresh). -#}
+    int_trace__pairing_verdicts and int_landing__ignored_by_load, the fact marts' days) belong
+    to the history before it, and an incremental run would join the two. So such a full
+    refresh records itself as pending (record_whole_runs), one that rebuilt every incremental
+    model settles it (settle_full_refresh), and meanwhile a run or build of an incremental
+    model that is not a full refresh is refused (guard_full_refresh). -#}
 {% macro full_refresh_pending_relation() -%}
     {{ target.schema }}_meta.full_refresh_pending
 {%- endmacro %}
 
 {#- The project's incremental models (the staging tables, the pairing verdicts, the ignored
-    records' counts, the fact marts), by unique id; with `folder`, those in that folder of models/ only. -#}
+    records' counts, the fact marts), by unique id; with `folder`, those in that folder of
+    models/ only. -#}
 {% macro incremental_model_ids(folder=none) %}
     {%- set ids = [] -%}
     {%- for node in graph.nodes.values()
