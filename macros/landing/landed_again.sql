@@ -6,7 +6,8 @@
     (`history`'s rows up to load `counted` matching `history_condition`, looked up for the new
     keys only), or earlier among the new records by load, file and line. The new keys are
     broadcast to the look-up, so the history is scanned but not shuffled, unless a run catches up
-    more than broadcast_max_new_records; nothing is looked up when nothing was counted before. -#}
+    broadcast_max_new_records records or more; nothing is looked up when nothing was counted
+    before. -#}
 {% macro landed_again(source, reason, new_records, history, history_condition, keys, counted) %}
     {%- set spread = counted > 0 and (count_rows(history, 'load_id > ' ~ counted) | int)
         >= (var('broadcast_max_new_records') | int) %}
