@@ -173,13 +173,19 @@ def _driver_peak_rss_mb() -> float:
     return float("nan")
 
 
-def _model_seconds(lakehouse: Lakehouse) -> dict[str, float]:
+def _node_seconds(lakehouse: Lakehouse, resource_type: str) -> dict[str, float]:
+    """dbt's seconds for each node of a resource type (model, test) in the last invocation's
+    run results, by the name after the project's (a generic test keeps its hash suffix)."""
     results = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
     return {
-        result["unique_id"].split(".")[-1]: round(result["execution_time"], 2)
+        result["unique_id"].split(".", 2)[2]: round(result["execution_time"], 2)
         for result in results["results"]
-        if result["unique_id"].startswith("model.")
+        if result["unique_id"].startswith(resource_type + ".")
     }
+
+
+def _model_seconds(lakehouse: Lakehouse) -> dict[str, float]:
+    return _node_seconds(lakehouse, "model")
 
 
 def _parquet_files(lakehouse: Lakehouse) -> dict[str, int]:
@@ -247,6 +253,7 @@ def _timed_build(
         "ran_dbt": ran,
         "data_tests_seconds": round(time.perf_counter() - built, 1) if tests else None,
         "models": models,
+        "data_tests": _node_seconds(lakehouse, "test") if tests else {},
         "cpu": cpu.between(cpu_began, cpu_built),
         "data_tests_cpu": cpu.between(cpu_built, cpu.sample(driver)) if tests else None,
     }
@@ -373,6 +380,10 @@ def _phase_figures(records: int, phase: dict) -> dict:
             "no_op_build_forced": phase["no_op_build_forced"]["models"],
             "incremental_build": phase["incremental_build"]["models"],
             "incremental_build_new_process": phase[NEW_PROCESS_BATCH]["models"],
+        },
+        "data_test_seconds": {
+            "full_build": phase["full_build"]["data_tests"],
+            "incremental_build": phase["incremental_build"]["data_tests"],
         },
         "parquet_files_per_mart": phase["parquet_files_per_mart"],
         "cpu": {

@@ -1,12 +1,21 @@
 """What `retrylake bench` prints beside its timings: the generator's rate (per process-second,
-and per wall-second only when every chunk was generated in this run), and which code it ran."""
+and per wall-second only when every chunk was generated in this run), which code it ran, and
+each dbt node's seconds."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
-from retrylake.bench.measure import _code_figures, _generator_rate, code_state
+from retrylake.bench.measure import (
+    _code_figures,
+    _generator_rate,
+    _model_seconds,
+    _node_seconds,
+    code_state,
+)
+from retrylake.lakehouse import Lakehouse
 
 
 def test_both_rates_when_every_chunk_was_generated():
@@ -72,4 +81,23 @@ def test_no_code_state_outside_a_checkout(tmp_path: Path):
         "commit": None,
         "clean": None,
         "unchanged_during_run": None,
+    }
+
+
+def test_node_seconds_by_resource_type_keep_a_generic_tests_suffix(tmp_path: Path):
+    lakehouse = Lakehouse(tmp_path, tmp_path / "landing")
+    lakehouse.dbt_target.mkdir(parents=True)
+    results = [
+        {"unique_id": "model.retrylake.consume_attempts", "execution_time": 10.034},
+        {"unique_id": "test.retrylake.landing_lines_accounted_for", "execution_time": 10.1},
+        {"unique_id": "test.retrylake.not_null_redeliveries_msg_id.1a2b3c", "execution_time": 0.5},
+        {"unique_id": "test.retrylake.not_null_redeliveries_msg_id.4d5e6f", "execution_time": 0.7},
+        {"unique_id": "seed.retrylake.consumer_groups", "execution_time": 1.0},
+    ]
+    (lakehouse.dbt_target / "run_results.json").write_text(json.dumps({"results": results}))
+    assert _model_seconds(lakehouse) == {"consume_attempts": 10.03}
+    assert _node_seconds(lakehouse, "test") == {
+        "landing_lines_accounted_for": 10.1,
+        "not_null_redeliveries_msg_id.1a2b3c": 0.5,
+        "not_null_redeliveries_msg_id.4d5e6f": 0.7,
     }
