@@ -60,20 +60,47 @@
     {{ return(test ~ '__' ~ model_name ~ ('__' ~ column_name if column_name else '')) }}
 {% endmacro %}
 
-{% macro table_location(relation) %}
-    {%- for row in run_query("describe table extended " ~ relation).rows if row[0] == 'Location' -%}
-        {{ return(row[1]) }}
+{#- The storage locations of `relations` (schema.table), in their order: one `show table
+    extended` per schema rather than a `describe` per table, since each statement costs a round
+    trip through dbt and Spark. -#}
+{% macro table_locations(relations) %}
+    {%- set names = relations | map('string') | list -%}
+    {%- set tables_by_schema = {} -%}
+    {%- for name in names -%}
+        {%- set schema, table = name.split('.') -%}
+        {%- do tables_by_schema.setdefault(schema, []).append(table) -%}
     {%- endfor -%}
-    {{ exceptions.raise_compiler_error("retrylake: no location for " ~ relation) }}
+    {%- set locations = {} -%}
+    {%- for schema, tables in tables_by_schema.items() -%}
+        {%- for row in run_query("show table extended in " ~ schema
+            ~ " like '" ~ tables | join('|') ~ "'").rows if row[0] == schema -%}
+            {%- for line in row[3].split('\n') if line.startswith('Location: ') -%}
+                {%- do locations.update({schema ~ '.' ~ row[1]: line[10:]}) -%}
+            {%- endfor -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- set ordered = [] -%}
+    {%- for name in names -%}
+        {%- if name not in locations -%}
+            {{ exceptions.raise_compiler_error("retrylake: no location for " ~ name) }}
+        {%- endif -%}
+        {%- do ordered.append(locations[name]) -%}
+    {%- endfor -%}
+    {{ return(ordered) }}
 {% endmacro %}
+
+{#- The data files under table `locations` as (path, length, modified); listed, not read. -#}
+{% macro files_at(locations) -%}
+    {%- for location in locations %}
+        select path, length, modificationTime as modified
+        from binaryFile.`{{ location }}`
+        {{- " union all" if not loop.last }}
+    {%- endfor %}
+{%- endmacro %}
 
 {#- The data files of `relations` as (path, length, modified); listed, not read. -#}
 {% macro files_of(relations) -%}
-    {%- for relation in relations %}
-        select path, length, modificationTime as modified
-        from binaryFile.`{{ table_location(relation) }}`
-        {{- " union all" if not loop.last }}
-    {%- endfor %}
+    {{ files_at(table_locations(relations)) }}
 {%- endmacro %}
 
 {#- The files among `listed` (a query of path, length, modified) that differ from what `name`
@@ -221,8 +248,10 @@
         {%- endfor -%}
         {%- if records -%}
             {%- set table_listings = [] -%}
-            {%- for relation, name in listed_tables.items() -%}
-                {%- do table_listings.append(name ~ " as (" ~ files_of([relation]) ~ ")") -%}
+            {%- set locations = table_locations(listed_tables.keys() | list) -%}
+            {%- for name in listed_tables.values() -%}
+                {%- do table_listings.append(
+                    name ~ " as (" ~ files_at([locations[loop.index0]]) ~ ")") -%}
             {%- endfor -%}
             {%- do run_query("insert overwrite table " ~ checked_files_relation()
                 ~ " partition (check_name) "
@@ -242,15 +271,16 @@
     {%- if not checks_can_read_changes() -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- set locations = table_locations(staging_tables) -%}
     {%- set changed = files_changed_since_pass(name, "select * from " ~ seen ~ " union all "
-        ~ files_of(staging_tables)) -%}
+        ~ files_at(locations)) -%}
     {%- if changed is none -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set staged_again = [] -%}
     {%- set staging_files = [] -%}
     {%- for table in staging_tables -%}
-        {%- set location = table_location(table) ~ '/' -%}
+        {%- set location = locations[loop.index0] ~ '/' -%}
         {%- set written = [] -%}
         {%- for path, listed in changed if path.startswith(location) -%}
             {#- a staging file gone: its lines' files are unknown now -#}

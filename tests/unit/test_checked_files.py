@@ -37,22 +37,35 @@ def _raise_return(value) -> None:
     raise _Return(value)
 
 
-def _files_changed_since_pass(spark, name: str, listed: str):
-    """The macro alone, with the macros it calls given their values here."""
+class _CompilerError(Exception):
+    pass
+
+
+def _raise_compiler_error(message: str) -> None:
+    raise _CompilerError(message)
+
+
+def _call_macro(spark, macro: str, *args):
+    """One macro alone, with the macros it calls given their values here."""
     text = CHECKED_FILES.read_text()
-    found = re.search(r"{% macro files_changed_since_pass\(.*?{% endmacro %}", text, re.DOTALL)
+    found = re.search(r"{% macro " + macro + r"\(.*?{% endmacro %}", text, re.DOTALL)
     environment = Environment(extensions=["jinja2.ext.do"])
     environment.globals.update(
         checked_files_relation=lambda: "checked_files_under_test_meta.checked_files",
         checks_code=lambda: CODE,
         run_query=lambda sql: _Table(spark.sql(sql).collect()),
+        exceptions=SimpleNamespace(raise_compiler_error=_raise_compiler_error),
         **{"return": _raise_return},
     )
     try:
-        environment.from_string(found.group(0)).module.files_changed_since_pass(name, listed)
+        getattr(environment.from_string(found.group(0)).module, macro)(*args)
     except _Return as returned:
         return returned.value
-    raise AssertionError("files_changed_since_pass returned nothing")
+    raise AssertionError(f"{macro} returned nothing")
+
+
+def _files_changed_since_pass(spark, name: str, listed: str):
+    return _call_macro(spark, "files_changed_since_pass", name, listed)
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +132,28 @@ def test_no_record_under_this_code_reads_everything(spark, record) -> None:
     listed = _listed(("file:/w/a", 3, "2026-01-01 00:00:00"))
     assert _files_changed_since_pass(spark, "other", listed) is None
     assert _files_changed_since_pass(spark, "never_passed", listed) is None
+
+
+def test_table_locations_in_the_order_asked(spark, tmp_path) -> None:
+    """Each table's location, in the order asked, across two schemas; a temporary view of the
+    same name is not a table; a table that does not exist is an error naming it."""
+    spark.sql("drop database if exists locations_under_test_a cascade")
+    spark.sql("drop database if exists locations_under_test_b cascade")
+    spark.sql("create database locations_under_test_a")
+    spark.sql("create database locations_under_test_b")
+    try:
+        for name in ("locations_under_test_a.t_1", "locations_under_test_a.t2",
+                     "locations_under_test_b.t_1"):  # fmt: skip
+            spark.sql(f"create table {name} (x int) using parquet location '{tmp_path / name}'")
+        spark.sql("create or replace temporary view t2 as select 1 as x")
+        asked = ["locations_under_test_b.t_1", "locations_under_test_a.t2",
+                 "locations_under_test_a.t_1"]  # fmt: skip
+        assert _call_macro(spark, "table_locations", asked) == [
+            f"file:{tmp_path / name}" for name in asked
+        ]
+        with pytest.raises(_CompilerError, match=r"locations_under_test_a\.t3"):
+            _call_macro(spark, "table_locations", ["locations_under_test_a.t3"])
+    finally:
+        spark.sql("drop view if exists t2")
+        spark.sql("drop database locations_under_test_a cascade")
+        spark.sql("drop database locations_under_test_b cascade")
