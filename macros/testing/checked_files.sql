@@ -62,9 +62,9 @@
 
 {#- The storage locations of `relations` (schema.table), in their order: one `show table
     extended` per schema rather than a `describe` per table, since each statement costs a round
-    trip through dbt and Spark. -#}
+    trip through dbt and Spark. Names compare in lower case, as the metastore keeps them. -#}
 {% macro table_locations(relations) %}
-    {%- set names = relations | map('string') | list -%}
+    {%- set names = relations | map('string') | map('lower') | list -%}
     {%- set tables_by_schema = {} -%}
     {%- for name in names -%}
         {%- set schema, table = name.split('.') -%}
@@ -73,9 +73,9 @@
     {%- set locations = {} -%}
     {%- for schema, tables in tables_by_schema.items() -%}
         {%- for row in run_query("show table extended in " ~ schema
-            ~ " like '" ~ tables | join('|') ~ "'").rows if row[0] == schema -%}
+            ~ " like '" ~ tables | join('|') ~ "'").rows if (row[0] or '') | lower == schema -%}
             {%- for line in row[3].split('\n') if line.startswith('Location: ') -%}
-                {%- do locations.update({schema ~ '.' ~ row[1]: line[10:]}) -%}
+                {%- do locations.update({schema ~ '.' ~ row[1] | lower: line[10:]}) -%}
             {%- endfor -%}
         {%- endfor -%}
     {%- endfor -%}

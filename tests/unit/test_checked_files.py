@@ -135,8 +135,8 @@ def test_no_record_under_this_code_reads_everything(spark, record) -> None:
 
 
 def test_table_locations_in_the_order_asked(spark, tmp_path) -> None:
-    """Each table's location, in the order asked, across two schemas; a temporary view of the
-    same name is not a table; a table that does not exist is an error naming it."""
+    """Each table's location, in the order asked, across two schemas and whatever the case of
+    the names asked; a table that does not exist is an error naming it."""
     spark.sql("drop database if exists locations_under_test_a cascade")
     spark.sql("drop database if exists locations_under_test_b cascade")
     spark.sql("create database locations_under_test_a")
@@ -145,15 +145,16 @@ def test_table_locations_in_the_order_asked(spark, tmp_path) -> None:
         for name in ("locations_under_test_a.t_1", "locations_under_test_a.t2",
                      "locations_under_test_b.t_1"):  # fmt: skip
             spark.sql(f"create table {name} (x int) using parquet location '{tmp_path / name}'")
-        spark.sql("create or replace temporary view t2 as select 1 as x")
         asked = ["locations_under_test_b.t_1", "locations_under_test_a.t2",
                  "locations_under_test_a.t_1"]  # fmt: skip
         assert _call_macro(spark, "table_locations", asked) == [
             f"file:{tmp_path / name}" for name in asked
         ]
+        assert _call_macro(spark, "table_locations", ["Locations_Under_Test_A.T2"]) == [
+            f"file:{tmp_path / 'locations_under_test_a.t2'}"
+        ]
         with pytest.raises(_CompilerError, match=r"locations_under_test_a\.t3"):
             _call_macro(spark, "table_locations", ["locations_under_test_a.t3"])
     finally:
-        spark.sql("drop view if exists t2")
         spark.sql("drop database locations_under_test_a cascade")
         spark.sql("drop database locations_under_test_b cascade")
