@@ -129,15 +129,26 @@
     select 1
 {% endmacro %}
 
-{#- The highest load id of `feed` (a key of run_state_feeds) that a complete run processed. -#}
-{% macro processed_load_id(feed='trace') %}
+{#- The highest load id of each feed (the keys of run_state_feeds) that a complete run processed,
+    read in one query. -#}
+{% macro processed_load_ids() %}
+    {%- set feeds = run_state_feeds() -%}
+    {%- set processed = {} -%}
     {%- if not execute or in_unit_test() -%}
-        {{ return(0) }}
+        {%- for feed in feeds -%}
+            {%- do processed.update({feed: 0}) -%}
+        {%- endfor -%}
+        {{ return(processed) }}
     {%- endif -%}
-    {%- set column = run_state_feeds()[feed][0] -%}
-    {%- set result = run_query("select coalesce(max(" ~ column ~ "), 0) from "
-        ~ run_state_relation()) -%}
-    {{ return(result.columns[0].values()[0] | int) }}
+    {%- set latest = [] -%}
+    {%- for column, _ in feeds.values() -%}
+        {%- do latest.append("coalesce(max(" ~ column ~ "), 0)") -%}
+    {%- endfor -%}
+    {%- set row = run_query("select " ~ latest | join(", ") ~ " from " ~ run_state_relation()).rows[0] -%}
+    {%- for feed in feeds -%}
+        {%- do processed.update({feed: row[loop.index0] | int}) -%}
+    {%- endfor -%}
+    {{ return(processed) }}
 {% endmacro %}
 
 {#- The models a run's `results` built successfully, as graph nodes. -#}

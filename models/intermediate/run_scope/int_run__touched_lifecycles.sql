@@ -11,11 +11,13 @@
 {{ config(materialized='table', schema='meta') }}
 {%- set previous_lifecycles = previous_fact_relation('message_lifecycles') %}
 {%- set incremental_run = previous_lifecycles is not none %}
-{%- set processed = processed_load_id() if incremental_run else 0 %}
-{%- set processed_dlq = processed_load_id('dlq') if incremental_run else 0 %}
-{%- set processed_otel = processed_load_id('otel') if incremental_run else 0 %}
-{%- set processed_events = processed_load_id('consume_events') if incremental_run else 0 %}
-{%- set processed_broker_logs = processed_load_id('broker_logs') if incremental_run else 0 %}
+{#- (`execute` is off where sqlfluff renders this model: no query then.) -#}
+{%- set processed_by_feed = processed_load_ids() if incremental_run and execute else {} %}
+{%- set processed = processed_by_feed.get('trace', 0) %}
+{%- set processed_dlq = processed_by_feed.get('dlq', 0) %}
+{%- set processed_otel = processed_by_feed.get('otel', 0) %}
+{%- set processed_events = processed_by_feed.get('consume_events', 0) %}
+{%- set processed_broker_logs = processed_by_feed.get('broker_logs', 0) %}
 {%- set sub_before = ref('stg_trace__sub_before') %}
 {%- set sub_after = ref('stg_trace__sub_after') %}
 {%- set pubs = ref('stg_trace__pub') %}
@@ -32,13 +34,16 @@
 
 {% else %}
 
-    {%- set earliest_new_start = earliest_time(sub_before, 'trace_stored_at', 'load_id > ' ~ processed) %}
-    {%- set earliest_new_result = earliest_time(sub_after, 'trace_stored_at', 'load_id > ' ~ processed) %}
-    {%- set earliest_new_pub = earliest_time(pubs, 'published_at', 'load_id > ' ~ processed) %}
+    {%- set new_records = 'load_id > ' ~ processed %}
+    {%- set earliest_new_start, earliest_new_result, earliest_new_pub, new_record_count = query_values([
+        earliest_time_query(sub_before, 'trace_stored_at', new_records),
+        earliest_time_query(sub_after, 'trace_stored_at', new_records),
+        earliest_time_query(pubs, 'published_at', new_records),
+        count_rows_query(records, new_records),
+    ]) if execute else [none, none, none, 0] %}
     {#- The new records, and so the touched lifecycles, are few next to the history unless a run
         catches up a large backlog: broadcast them, so the history is scanned but not shuffled. -#}
-    {%- set few_new = (count_rows(records, 'load_id > ' ~ processed) | int)
-        < var('broadcast_max_new_records') | int %}
+    {%- set few_new = (new_record_count | int) < var('broadcast_max_new_records') | int %}
 
     with
 
