@@ -4,6 +4,9 @@
 -- The consumerId and originalTopic are unwrapped of an instance's namespace, as the trace and
 -- the OpenTelemetry spans name them (macros/rules/namespace.sql; a pop retry topic on both sides
 -- of its separator); `dlq_topic` stays the broker's.
+{{ config(materialized='table') }}
+-- A table, rebuilt whole on every run (dead letters are few): message_lifecycles and the dlq
+-- models scan it five times a run, and as a view each scan would read every broker log line.
 with
 
 lines as (

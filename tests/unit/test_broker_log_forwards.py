@@ -36,6 +36,7 @@ def test_a_line_landed_again_counts_once_and_each_namespace_keeps_its_forward(sp
         Environment()
         .from_string(MODEL.read_text())
         .render(
+            config=lambda **_: "",
             ref={"stg_landing__broker_log_lines": "broker_log_lines_under_test"}.__getitem__,
             without_namespace=macros.without_namespace,
             namespace_of=macros.namespace_of,
