@@ -74,9 +74,6 @@ def serve(
                     "spark.hadoop.hive.server2.thrift.bind.host": host,
                     "spark.hadoop.hive.server2.thrift.port": str(port),
                     "spark.hadoop.hive.server2.transport.mode": "binary",
-                    # readers share this session: a temporary view of theirs reads the marts
-                    # as they are when it is queried, not as they were when it was made
-                    "spark.sql.legacy.storeAnalyzedPlanForView": "false",
                 },
             )
             spark.conf.set(LANDING_CONF_KEY, lakehouse.landing_location)

@@ -36,10 +36,6 @@ SPARK_DEFAULTS = {
     # dbt's threads run several models' jobs at once: share the cores between the jobs rather
     # than run each one's tasks only after those of the jobs submitted before it
     "spark.scheduler.mode": "FAIR",
-    # dbt builds each incremental model from a temporary view and then inserts from it: with the
-    # view's analysed plan stored, the insert does not analyse the model's SQL a second time
-    # (a forced run of the sample 13 to 15% shorter). `retrylake serve` keeps Spark's default.
-    "spark.sql.legacy.storeAnalyzedPlanForView": "true",
 }
 
 # Only where the driver runs the tasks (`local[...]`) and the warehouse is on its own disk.

@@ -1,6 +1,6 @@
 """The embedded session's scheduler (dbt runs several models at once on two cores), its
-temporary views, its listing of a table's folders, its refusal of a metastore whose databases
-live elsewhere, and which session a process that already runs one is given."""
+listing of a table's folders, its refusal of a metastore whose databases live elsewhere, and
+which session a process that already runs one is given."""
 
 import shlex
 from pathlib import Path
@@ -12,7 +12,6 @@ from pyspark.sql import SparkSession
 from retrylake.lakehouse import Lakehouse
 from retrylake.metastore import MetastoreError
 from retrylake.spark import (
-    SPARK_DEFAULTS,
     check_databases_in_warehouse,
     java_option,
     local_warehouse_defaults,
@@ -20,7 +19,6 @@ from retrylake.spark import (
 )
 
 THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-STORED_PLAN = "spark.sql.legacy.storeAnalyzedPlanForView"
 
 
 @pytest.mark.spark
@@ -63,25 +61,6 @@ def test_a_local_session_lists_a_tables_folders_itself(spark) -> None:
         spark.sql("drop table if exists listing_probe")
     assert int(configured) >= 100_000
     assert listed_by_a_job == listed_by_the_driver + 1
-
-
-@pytest.mark.spark
-def test_a_temporary_view_keeps_its_analysed_plan(spark) -> None:
-    """dbt builds an incremental model from a temporary view, then inserts from it: the view
-    holds the plan analysed when it was made, not SQL text the insert would analyse again."""
-    catalog = spark._jsparkSession.sessionState().catalog()
-    spark.sql("create or replace temporary view stored_plan_probe as select 1 as n")
-    try:
-        view = catalog.getRawTempView("stored_plan_probe").get()
-        assert view.plan().isDefined()
-        assert spark.table("stored_plan_probe").first()[0] == 1
-        spark.conf.set(STORED_PLAN, "false")  # Spark's default, which `retrylake serve` keeps
-        spark.sql("create or replace temporary view stored_plan_probe as select 1 as n")
-        assert not catalog.getRawTempView("stored_plan_probe").get().plan().isDefined()
-    finally:
-        spark.conf.set(STORED_PLAN, SPARK_DEFAULTS[STORED_PLAN])
-        spark.sql("drop view if exists stored_plan_probe")
-    assert spark.conf.get(STORED_PLAN) == "true"
 
 
 @pytest.mark.parametrize(
