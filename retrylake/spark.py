@@ -36,6 +36,10 @@ SPARK_DEFAULTS = {
     # dbt's threads run several models' jobs at once: share the cores between the jobs rather
     # than run each one's tasks only after those of the jobs submitted before it
     "spark.scheduler.mode": "FAIR",
+    # Spark keeps the classes it compiled for each query's generated code; a run's few hundred
+    # statements need more than the default 100, so each run compiled the same classes again
+    # and HotSpot compiled them again to machine code
+    "spark.sql.codegen.cache.maxEntries": "5000",
 }
 
 # Only where the driver runs the tasks (`local[...]`) and the warehouse is on its own disk.

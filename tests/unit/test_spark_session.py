@@ -1,6 +1,6 @@
 """The embedded session's scheduler (dbt runs several models at once on two cores), its
-listing of a table's folders, its refusal of a metastore whose databases live elsewhere, and
-which session a process that already runs one is given."""
+listing of a table's folders, its cache of generated code, its refusal of a metastore whose
+databases live elsewhere, and which session a process that already runs one is given."""
 
 import shlex
 from pathlib import Path
@@ -29,6 +29,27 @@ def test_jobs_of_concurrent_models_share_the_cores(spark) -> None:
     assert context.getSchedulingMode().toString() == "FAIR"
     default_pool = context.getPoolForName("default").get()
     assert default_pool.schedulingMode().toString() == "FAIR"
+
+
+@pytest.mark.spark
+def test_a_query_run_again_after_many_others_compiles_no_code(spark) -> None:
+    """A run's few hundred statements generate more classes than Spark keeps by default (100):
+    each run would compile the same code again. Janino's compilations are counted by Spark's
+    codegen metrics; each distinct multiplier below is compiled into the generated code."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    compilations = metrics.METRIC_COMPILATION_TIME()
+
+    def run(factor: int) -> None:
+        spark.range(3).selectExpr(f"id * {factor} + {factor} as value").collect()
+
+    run(7919)
+    first = compilations.getCount()
+    for factor in range(1, 151):
+        run(factor)
+    assert compilations.getCount() > first + 100  # the others were compiled, each
+    again = compilations.getCount()
+    run(7919)
+    assert compilations.getCount() == again
 
 
 @pytest.mark.spark
