@@ -453,11 +453,14 @@ def _generate(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> None:
     from retrylake.commands import demo
 
+    master, spark_conf = spark_settings(None, None)  # the environment's, as for a build
     demo(
         _project_dir(args),
         _lakehouse(args),
         messages=args.messages,
         grpc5_messages=args.grpc5_messages,
+        master=master,
+        spark_conf=spark_conf,
     )
 
 

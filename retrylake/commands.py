@@ -546,6 +546,8 @@ def demo(
     *,
     messages: int = 3000,
     grpc5_messages: int | None = None,
+    master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> None:
     """Generate traffic for the project's consumer groups into a fresh landing zone, build it,
     print a per-group summary and check the marts against the generator's ground truth. The
@@ -582,7 +584,7 @@ def demo(
         if stats.grpc5 is not None:
             _print_grpc5(stats.grpc5)
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
-        spark = start_session(lakehouse)
+        spark = start_session(lakehouse, master, spark_conf)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
         judged.after_build(judgement, full=True)
         lakehouse.landing_settled()

@@ -94,7 +94,8 @@ def start_session(
 
     ``master`` is any Spark master URL (``spark://``, ``yarn``, ``k8s://``); None means
     ``local[2]``, or whatever spark-submit was given. ``extra_conf`` is applied last, so it
-    overrides the defaults (a warehouse on HDFS, a PostgreSQL metastore, executor memory).
+    overrides the defaults (a warehouse on HDFS, a PostgreSQL metastore, executor memory);
+    its ``spark.driver.extraJavaOptions`` is added to the lakehouse's own JVM options.
     A process has one session and its metastore is fixed when it starts, so asking for another
     lakehouse in the same process is an error rather than a silent mix-up. ``remove_unfinished``
     is for a process that holds the lakehouse lock (remove_unfinished_tables).
@@ -127,14 +128,9 @@ def start_session(
         # The embedded session talks only to itself: keep it on loopback. On a cluster the
         # executors must reach the driver, so Spark picks the address.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log_config = Path(__file__).with_name("log4j2.properties")
-    driver_options = " ".join(
-        java_option(name, value)
-        for name, value in (
-            ("derby.system.home", lakehouse.root),
-            ("derby.stream.error.file", lakehouse.root / "derby.log"),
-            ("log4j2.configurationFile", log_config),
-        )
+    extra_conf = dict(extra_conf or {})
+    driver_options = driver_java_options(
+        lakehouse, extra_conf.pop("spark.driver.extraJavaOptions", "")
     )
     builder = (
         SparkSession.builder.appName("retrylake")
@@ -152,7 +148,7 @@ def start_session(
         builder = builder.master(master)
     for key, value in local_warehouse_defaults(master, warehouse).items():
         builder = builder.config(key, value)
-    for key, value in (extra_conf or {}).items():
+    for key, value in extra_conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("RETRYLAKE_SPARK_LOG_LEVEL", "WARN"))
@@ -161,6 +157,21 @@ def start_session(
     if remove_unfinished:
         remove_unfinished_tables(spark, lakehouse)
     return spark
+
+
+def driver_java_options(lakehouse: Lakehouse, user_options: str = "") -> str:
+    """The driver JVM's options: the lakehouse's Derby home and log and retrylake's log4j
+    configuration, then ``user_options`` (``spark.driver.extraJavaOptions`` from --conf or
+    $RETRYLAKE_SPARK_CONF), which add to them rather than replace them."""
+    own = (
+        java_option(name, value)
+        for name, value in (
+            ("derby.system.home", lakehouse.root),
+            ("derby.stream.error.file", lakehouse.root / "derby.log"),
+            ("log4j2.configurationFile", Path(__file__).with_name("log4j2.properties")),
+        )
+    )
+    return " ".join([*own, user_options]).strip()
 
 
 def java_option(name: str, value: object) -> str:

@@ -13,8 +13,10 @@ from retrylake.lakehouse import Lakehouse
 from retrylake.metastore import MetastoreError
 from retrylake.spark import (
     check_databases_in_warehouse,
+    driver_java_options,
     java_option,
     local_warehouse_defaults,
+    spark_settings,
     start_session,
 )
 
@@ -162,3 +164,24 @@ def test_a_driver_option_stays_one_argument_whatever_the_path() -> None:
     values = ["/data/RocketMQ exports/lake", '/tmp/a "b"/c', "/tmp/back\\slash", "/tmp/a%20b#c"]
     options = " ".join(java_option("derby.system.home", value) for value in values)
     assert shlex.split(options) == [f"-Dderby.system.home={value}" for value in values]
+
+
+def test_a_users_jvm_options_come_after_the_lakehouses_own(tmp_path: Path) -> None:
+    lakehouse = Lakehouse(tmp_path / "my lake", tmp_path / "my lake" / "landing")
+    options = shlex.split(driver_java_options(lakehouse, "-XX:TieredStopAtLevel=1 -Da=b"))
+    assert options[0] == f"-Dderby.system.home={lakehouse.root}"
+    assert options[-2:] == ["-XX:TieredStopAtLevel=1", "-Da=b"]
+    assert len(options) == 5  # Derby's home and log, log4j's configuration, the user's two
+    assert shlex.split(driver_java_options(lakehouse)) == options[:3]
+
+
+@pytest.mark.spark
+def test_the_driver_jvm_runs_with_the_lakehouses_options_and_the_users(spark, lakehouse) -> None:
+    """The suite's session takes $RETRYLAKE_SPARK_CONF (tests/conftest.py): its JVM options,
+    given as `spark.driver.extraJavaOptions`, reach the JVM beside the lakehouse's Derby home
+    rather than replace it."""
+    runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(runtime.getInputArguments())
+    assert f"-Dderby.system.home={lakehouse.root}" in arguments
+    users = spark_settings(None, None)[1].get("spark.driver.extraJavaOptions", "")
+    assert set(shlex.split(users)) <= set(arguments)
