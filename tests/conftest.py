@@ -28,14 +28,6 @@ def rule_macros():
 
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
-# Every JVM of the suite (its sessions, and the `retrylake` processes it starts, which inherit
-# the environment) compiles with HotSpot's C1 only. Each runs a few small landings, where C2's
-# compilations cost more CPU than its faster code saves; the JIT tier changes no result. The
-# bench times the default JVM. RETRYLAKE_SPARK_CONF= (empty) runs the suite with it too.
-os.environ.setdefault(
-    "RETRYLAKE_SPARK_CONF", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"
-)
-
 
 # The most expensive modules first, so that `pytest -n 2 --dist loadfile` does not finish with
 # one worker idle while the other runs a long module alone. xdist keeps this order only with
@@ -69,8 +61,8 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
 
 @pytest.fixture(scope="session")
 def spark(lakehouse: Lakehouse):
-    from retrylake.spark import spark_settings, start_session
+    from retrylake.spark import start_session
 
-    session = start_session(lakehouse, extra_conf=spark_settings(None, None)[1])
+    session = start_session(lakehouse)
     yield session
     session.stop()
