@@ -407,16 +407,19 @@ def recovered_lakehouse(full_landing, tmp_path_factory) -> Path:
     crashed = tmp_path_factory.mktemp("law-crash") / "crashed-lakehouse"
     where = ("--lakehouse", str(crashed), "--landing", str(full_landing))
     log = crashed / "dbt" / "logs" / "dbt.log"
-    victim = subprocess.Popen(
-        # no data or unit tests: they would only delay the kill, and the full build ran them
-        [sys.executable, "-m", "retrylake", "build", *where,
-         "--exclude", "resource_type:test", "resource_type:unit_test"],
-        cwd=PROJECT_DIR,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
-    wait_for_log(log, re.escape(KILL_WHEN), victim, timeout=600)
+    # its console and the JVM's own messages, shown if it ends before the kill
+    output = crashed.parent / "killed-build.out"
+    with output.open("w") as sink:
+        victim = subprocess.Popen(
+            # no data or unit tests: they would only delay the kill, and the full build ran them
+            [sys.executable, "-m", "retrylake", "build", *where,
+             "--exclude", "resource_type:test", "resource_type:unit_test"],
+            cwd=PROJECT_DIR,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    wait_for_log(log, re.escape(KILL_WHEN), victim, timeout=600, errors=output)
     time.sleep(1.5)  # inside the model's write
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
