@@ -28,6 +28,10 @@ def rule_macros():
 
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
+# The session starts with a JVM option as a user's --conf would give it, a harmless property:
+# tests/unit/test_spark_session.py checks that it reaches the JVM beside retrylake's own.
+USERS_JVM_OPTION = "-Dretrylake.suite=true"
+
 
 # The most expensive modules first, so that `pytest -n 2 --dist loadfile` does not finish with
 # one worker idle while the other runs a long module alone. xdist keeps this order only with
@@ -63,6 +67,8 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
 def spark(lakehouse: Lakehouse):
     from retrylake.spark import start_session
 
-    session = start_session(lakehouse)
+    session = start_session(
+        lakehouse, extra_conf={"spark.driver.extraJavaOptions": USERS_JVM_OPTION}
+    )
     yield session
     session.stop()

@@ -16,9 +16,9 @@ from retrylake.spark import (
     driver_java_options,
     java_option,
     local_warehouse_defaults,
-    spark_settings,
     start_session,
 )
+from tests.conftest import USERS_JVM_OPTION
 
 THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
@@ -177,11 +177,10 @@ def test_a_users_jvm_options_come_after_the_lakehouses_own(tmp_path: Path) -> No
 
 @pytest.mark.spark
 def test_the_driver_jvm_runs_with_the_lakehouses_options_and_the_users(spark, lakehouse) -> None:
-    """The suite's session takes $RETRYLAKE_SPARK_CONF (tests/conftest.py): its JVM options,
-    given as `spark.driver.extraJavaOptions`, reach the JVM beside the lakehouse's Derby home
-    rather than replace it."""
+    """The suite's session is started with a user's `spark.driver.extraJavaOptions`
+    (tests/conftest.py): it reaches the JVM beside the lakehouse's Derby home rather than
+    replace it."""
     runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(runtime.getInputArguments())
     assert f"-Dderby.system.home={lakehouse.root}" in arguments
-    users = spark_settings(None, None)[1].get("spark.driver.extraJavaOptions", "")
-    assert set(shlex.split(users)) <= set(arguments)
+    assert USERS_JVM_OPTION in arguments
