@@ -342,6 +342,7 @@ def _build(args: argparse.Namespace) -> None:
         select=args.select,
         exclude=args.exclude,
         force=args.force,
+        process_ends_after=True,
         **_spark(args),
     )
     if not built:

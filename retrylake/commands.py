@@ -51,13 +51,16 @@ def build(
     force: bool = False,
     holding_lock: bool = False,
     inputs: str | None = None,
+    process_ends_after: bool = False,
 ) -> bool:
     """`dbt build` on the embedded session (or a cluster, given ``master``); the configuration
     is checked before any change. Returns False, having started nothing, when nothing the marts
     depend on changed since the last build that succeeded (unless ``force``). The dbt unit tests
     are left out when they passed in a build of the same code (``UnitTestsPassed``).
     ``holding_lock``: the caller already holds the lakehouse; ``inputs``: the fingerprint of
-    this build's inputs, which the caller has just taken (both from `watch`)."""
+    this build's inputs, which the caller has just taken (both from `watch`).
+    ``process_ends_after``: the process runs this build only (`retrylake build`), so a session
+    started for an incremental build gets a JVM for short runs (`start_session`)."""
     check_configuration(project_dir)
     lakehouse.check_landing_exists()
     command = build_command(select, exclude)
@@ -82,8 +85,10 @@ def build(
         whole = not select and set(exclude or []) <= TEST_RESOURCE_TYPES
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         last_build.forget()
+        # an incremental build in a process of its own, as from cron, ends too soon for C2
+        short_run = process_ends_after and not full_refresh and bool(lakehouse.built_from)
         lakehouse.claim_landing(full_refresh=full_refresh and whole)
-        start_session(lakehouse, master, spark_conf)
+        start_session(lakehouse, master, spark_conf, short_run=short_run)
         # once nothing stops the build before dbt: a refused build stays one line
         _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         run_dbt(command, project_dir, lakehouse)

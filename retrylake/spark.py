@@ -51,6 +51,12 @@ LOCAL_WAREHOUSE_DEFAULTS = {
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
+# The driver JVM of a short run (an incremental `retrylake build` in a new process, as from
+# cron) spends much of its CPU compiling Spark's planner, and C2's compilations cost more than
+# their faster code saves before the run ends: C1 only. C1 alone gets a 48 MB code cache, which
+# a build fills (then it compiles nothing more, or stops): keep tiered mode's 240 MB.
+SHORT_RUN_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
+
 
 def local_warehouse_defaults(master: str | None, warehouse: str) -> dict[str, str]:
     """The settings for a local master over a warehouse on the local disk, else none."""
@@ -89,6 +95,7 @@ def start_session(
     extra_conf: dict[str, str] | None = None,
     *,
     remove_unfinished: bool = True,
+    short_run: bool = False,
 ) -> SparkSession:
     """Start (or return) this process's SparkSession on ``lakehouse`` with the UDFs registered.
 
@@ -98,7 +105,9 @@ def start_session(
     its ``spark.driver.extraJavaOptions`` is added to the lakehouse's own JVM options.
     A process has one session and its metastore is fixed when it starts, so asking for another
     lakehouse in the same process is an error rather than a silent mix-up. ``remove_unfinished``
-    is for a process that holds the lakehouse lock (remove_unfinished_tables).
+    is for a process that holds the lakehouse lock (remove_unfinished_tables). ``short_run``:
+    the process runs one incremental build and ends, so a local driver JVM started here gets
+    `SHORT_RUN_JVM_OPTIONS` (before the user's own, which win).
     """
     from pyspark.sql import SparkSession
 
@@ -130,7 +139,9 @@ def start_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     extra_conf = dict(extra_conf or {})
     driver_options = driver_java_options(
-        lakehouse, extra_conf.pop("spark.driver.extraJavaOptions", "")
+        lakehouse,
+        extra_conf.pop("spark.driver.extraJavaOptions", ""),
+        short_run=short_run and master is not None and master.startswith("local"),
     )
     builder = (
         SparkSession.builder.appName("retrylake")
@@ -159,10 +170,13 @@ def start_session(
     return spark
 
 
-def driver_java_options(lakehouse: Lakehouse, user_options: str = "") -> str:
+def driver_java_options(
+    lakehouse: Lakehouse, user_options: str = "", *, short_run: bool = False
+) -> str:
     """The driver JVM's options: the lakehouse's Derby home and log and retrylake's log4j
-    configuration, then ``user_options`` (``spark.driver.extraJavaOptions`` from --conf or
-    $RETRYLAKE_SPARK_CONF), which add to them rather than replace them."""
+    configuration, `SHORT_RUN_JVM_OPTIONS` for a ``short_run``, then ``user_options``
+    (``spark.driver.extraJavaOptions`` from --conf or $RETRYLAKE_SPARK_CONF), which add to them
+    rather than replace them (of two values of one JVM flag, the last holds)."""
     own = (
         java_option(name, value)
         for name, value in (
@@ -171,7 +185,8 @@ def driver_java_options(lakehouse: Lakehouse, user_options: str = "") -> str:
             ("log4j2.configurationFile", Path(__file__).with_name("log4j2.properties")),
         )
     )
-    return " ".join([*own, user_options]).strip()
+    compilers = SHORT_RUN_JVM_OPTIONS if short_run else ()
+    return " ".join([*own, *compilers, user_options]).strip()
 
 
 def java_option(name: str, value: object) -> str:

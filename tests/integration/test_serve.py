@@ -24,6 +24,7 @@ from retrylake.lakehouse import Lakehouse
 from retrylake.sim import grpc5
 from retrylake.sim.engine import GeneratorConfig, generate
 from retrylake.sim.sample import END_MS, START_MS, write_sample
+from retrylake.spark import SHORT_RUN_JVM_OPTIONS
 from tests.conftest import PROJECT_DIR
 from tests.integration.helpers import free_port, wait_for_log
 from tests.integration.postgres import metastore_tables, running_postgres
@@ -235,9 +236,24 @@ def _add_trace_batch(server: dict, seed: int) -> None:
         shutil.copy(path, trace / f"batch-{seed}-{path.name}")
 
 
+def _lakehouse_jvms(lakehouse: Lakehouse) -> dict[int, list[str]]:
+    """The arguments of each running JVM started on ``lakehouse`` (the server's, a build's)."""
+    own = f"-Dderby.system.home={lakehouse.root}"
+    found = {}
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            arguments = cmdline.read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # the process ended
+            continue
+        if own in arguments and Path(arguments[0]).name == "java":
+            found[int(cmdline.parent.name)] = arguments
+    return found
+
+
 def _build_while_reading(server: dict, *build_args: str) -> dict:
     """`retrylake build` in its own process beside the server, while one reader queries the
-    server and another `retrylake query`'s DuckDB, each in a loop, until the build ends."""
+    server and another `retrylake query`'s DuckDB, each in a loop, until the build ends; and
+    the JVM options the build's driver started with."""
     from pyhive import hive
 
     lakehouse = Lakehouse(server["root"] / "lakehouse", server["root"] / "lakehouse" / "landing")
@@ -245,6 +261,14 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
     errors: list[str] = []
     stop = threading.Event()
     watch = PublishWatch(lakehouse.dbt_logs / "dbt.log")
+    servers = set(_lakehouse_jvms(lakehouse))
+    build_jvms: dict[int, list[str]] = {}
+
+    def find_build_jvm() -> None:
+        while not stop.is_set() and not build_jvms:
+            found = _lakehouse_jvms(lakehouse)
+            build_jvms.update({pid: found[pid] for pid in set(found) - servers})
+            stop.wait(0.5)
 
     def read_served() -> None:
         with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
@@ -267,6 +291,7 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
     with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
         before = {"served": _served_state(link.cursor()), "queried": _queried_state(lakehouse)}
     readers = [threading.Thread(target=read_served), threading.Thread(target=read_queried)]
+    readers.append(threading.Thread(target=find_build_jvm))
     for reader in readers:
         reader.start()
     try:
@@ -287,7 +312,9 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
         cursor.execute("select count(*) from retrylake_unpublished.consume_attempts")
         unpublished = cursor.fetchall()[0][0]
     return {"build": build, "before": before, "after": after, "seen": seen, "errors": errors,
-            "unpublished_attempts": unpublished}  # fmt: skip
+            "unpublished_attempts": unpublished,
+            "jvm_options": [{arg for arg in jvm if arg.startswith("-XX:")}
+                            for jvm in build_jvms.values()]}  # fmt: skip
 
 
 def _assert_seen_whole(run: dict) -> None:
@@ -311,6 +338,10 @@ def test_builds_beside_the_server_publish_whole_and_only_after_their_tests(serve
     )
     _assert_seen_whole(full_refresh)
     assert "published build" in full_refresh["build"].stdout
+    # a full refresh runs long enough for C2's compilations to pay; an incremental build in a
+    # process of its own does not (SHORT_RUN_JVM_OPTIONS, below)
+    assert len(full_refresh["jvm_options"]) == 1  # the build's driver, seen while it ran
+    assert not full_refresh["jvm_options"][0] & set(SHORT_RUN_JVM_OPTIONS)
 
     # audit: a data test fails, so the new rows stay in the unpublished schema
     project = server["root"] / "project-with-a-failing-test"
@@ -347,6 +378,8 @@ def test_builds_beside_the_server_publish_whole_and_only_after_their_tests(serve
     )
     _assert_seen_whole(incremental)
     assert incremental["before"] == full_refresh["after"]
+    for run in (audited, incremental):
+        assert [set(SHORT_RUN_JVM_OPTIONS) <= options for options in run["jvm_options"]] == [True]
     # and the readers agree with each other on what was published
     served = sorted(incremental["after"]["served"])
     assert served == sorted(row[:3] for row in incremental["after"]["queried"])

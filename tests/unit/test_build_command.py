@@ -32,9 +32,16 @@ LEFT_OUT = ["--exclude-resource-type", "unit_test"]
 
 
 @pytest.fixture()
-def dbt_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+def session_starts(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The options each session was started with."""
+    starts: list[dict] = []
+    monkeypatch.setattr(commands, "start_session", lambda *args, **options: starts.append(options))
+    return starts
+
+
+@pytest.fixture()
+def dbt_commands(monkeypatch: pytest.MonkeyPatch, session_starts) -> list[list[str]]:
     ran: list[list[str]] = []
-    monkeypatch.setattr(commands, "start_session", lambda *args: None)
     monkeypatch.setattr(commands, "run_dbt", lambda command, *args: ran.append(list(command)))
     return ran
 
@@ -75,6 +82,26 @@ def test_the_unit_tests_run_until_a_build_of_everything_passed_them(dbt_commands
     # a selection may name unit tests a build of the ledger never runs (the what-if's)
     commands.build(PROJECT_DIR, lakehouse, select=["tag:whatif"], force=True)
     assert not _left_out(dbt_commands[-1])
+
+
+def test_only_an_incremental_build_in_a_process_of_its_own_is_a_short_run(
+    dbt_commands, session_starts, lakehouse
+):
+    """A process that runs one build and ends (`retrylake build`, from cron) starts its JVM for
+    a short run once the lakehouse was built; not its first build, nor a full refresh (each
+    reads the whole landing), nor a process that goes on (`--watch`, a caller of `build`)."""
+    commands.build(PROJECT_DIR, lakehouse, process_ends_after=True)  # the first
+    _land(lakehouse, "b.jsonl")()
+    commands.build(PROJECT_DIR, lakehouse, process_ends_after=True)
+    commands.build(PROJECT_DIR, lakehouse, force=True, process_ends_after=True)
+    commands.build(PROJECT_DIR, lakehouse, full_refresh=True, process_ends_after=True)
+    commands.build(PROJECT_DIR, lakehouse, force=True)
+    _land(lakehouse, "c.jsonl")()
+    commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing))  # type: ignore[arg-type]
+    assert len(dbt_commands) == 6
+    assert [start["short_run"] for start in session_starts] == [
+        False, True, True, False, False, False
+    ]  # fmt: skip
 
 
 def test_a_failed_build_vouches_for_no_unit_test(dbt_commands, lakehouse, monkeypatch):
@@ -385,7 +412,7 @@ def test_the_dbt_passthrough_checks_the_seeds_of_every_command_that_builds(
             commands.dbt(PROJECT_DIR, lakehouse, command)
     # a --vars dbt cannot be given is refused before Spark starts or the last build is forgotten
     started: list[object] = []
-    monkeypatch.setattr(commands, "start_session", lambda *args: started.append(args))
+    monkeypatch.setattr(commands, "start_session", lambda *args, **options: started.append(args))
     for command in (["run", "--vars", "[1, 2]"], ["run", "--vars={landing_path: /x}"]):
         with pytest.raises(UsageError, match="--vars"):
             commands.dbt(PROJECT_DIR, lakehouse, command)

@@ -90,7 +90,7 @@ def test_an_unknown_scenario_is_refused_before_the_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     ran: list[list[str]] = []
-    monkeypatch.setattr(commands, "start_session", lambda *args: None)
+    monkeypatch.setattr(commands, "start_session", lambda *args, **options: None)
     monkeypatch.setattr(commands, "run_dbt", lambda command, *args: ran.append(command))
     lakehouse = Lakehouse(tmp_path / "lakehouse", tmp_path / "lakehouse" / "landing")
     for name in ("max-6", "observed"):

@@ -175,6 +175,19 @@ def test_a_users_jvm_options_come_after_the_lakehouses_own(tmp_path: Path) -> No
     assert shlex.split(driver_java_options(lakehouse)) == options[:3]
 
 
+def test_a_short_runs_compilers_come_before_the_users_options(tmp_path: Path) -> None:
+    """C1 only, with tiered mode's 240 MB code cache rather than C1's 48 MB; a user's flag comes
+    last, so a user who asks for C2 again (`-XX:TieredStopAtLevel=4`) gets it."""
+    lakehouse = Lakehouse(tmp_path / "lake", tmp_path / "lake" / "landing")
+    options = shlex.split(driver_java_options(lakehouse, "-XX:TieredStopAtLevel=4", short_run=True))
+    assert options[3:] == [
+        "-XX:TieredStopAtLevel=1",
+        "-XX:ReservedCodeCacheSize=240m",
+        "-XX:TieredStopAtLevel=4",
+    ]
+    assert shlex.split(driver_java_options(lakehouse, short_run=False)) == options[:3]
+
+
 @pytest.mark.spark
 def test_the_driver_jvm_runs_with_the_lakehouses_options_and_the_users(spark, lakehouse) -> None:
     """The suite's session is started with a user's `spark.driver.extraJavaOptions`
