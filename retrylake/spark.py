@@ -58,9 +58,14 @@ LOCAL_WAREHOUSE_DEFAULTS = {
 SHORT_RUN_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 
 
+def _runs_locally(master: str | None) -> bool:
+    """The driver runs the tasks itself (``local``, ``local[2]``)."""
+    return master is not None and master.startswith("local")
+
+
 def local_warehouse_defaults(master: str | None, warehouse: str) -> dict[str, str]:
     """The settings for a local master over a warehouse on the local disk, else none."""
-    if master is not None and master.startswith("local") and on_local_disk(warehouse):
+    if _runs_locally(master) and on_local_disk(warehouse):
         return dict(LOCAL_WAREHOUSE_DEFAULTS)
     return {}
 
@@ -133,7 +138,7 @@ def start_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is None and not _launched_by_spark_submit():
         master = "local[2]"
-    if master is not None and master.startswith("local"):
+    if _runs_locally(master):
         # The embedded session talks only to itself: keep it on loopback. On a cluster the
         # executors must reach the driver, so Spark picks the address.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -141,7 +146,7 @@ def start_session(
     driver_options = driver_java_options(
         lakehouse,
         extra_conf.pop("spark.driver.extraJavaOptions", ""),
-        short_run=short_run and master is not None and master.startswith("local"),
+        short_run=short_run and _runs_locally(master),
     )
     builder = (
         SparkSession.builder.appName("retrylake")

@@ -290,10 +290,11 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
 
     with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
         before = {"served": _served_state(link.cursor()), "queried": _queried_state(lakehouse)}
-    readers = [threading.Thread(target=read_served), threading.Thread(target=read_queried)]
-    readers.append(threading.Thread(target=find_build_jvm))
-    for reader in readers:
-        reader.start()
+    threads = [
+        threading.Thread(target=task) for task in (read_served, read_queried, find_build_jvm)
+    ]
+    for thread in threads:
+        thread.start()
     try:
         build = subprocess.run(
             [*RETRYLAKE, "build", "--lakehouse", str(lakehouse.root),
@@ -302,8 +303,8 @@ def _build_while_reading(server: dict, *build_args: str) -> dict:
         )  # fmt: skip
     finally:
         stop.set()
-        for reader in readers:
-            reader.join()
+        for thread in threads:
+            thread.join()
     with hive.connect(host="127.0.0.1", port=server["port"], database="retrylake") as link:
         cursor = link.cursor()
         after = {"served": _served_state(cursor), "queried": _queried_state(lakehouse)}
