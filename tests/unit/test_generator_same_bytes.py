@@ -1,10 +1,11 @@
 """The generator's fast paths write the bytes the plain ones did: hand-written JSON lines, ids
 formatted from cached prefixes, files written in chunks or on a background thread, and whole
-runs, whatever the number of jobs."""
+runs, whatever the number of jobs; and its rarer garbage collection is undone after a run."""
 
 from __future__ import annotations
 
 import base64
+import gc
 import gzip
 import hashlib
 import io
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from retrylake.sim import output
+from retrylake.sim import engine, output
 from retrylake.sim import trace_format as tf
 from retrylake.sim.engine import (
     TRUTH_COLUMNS,
@@ -90,6 +91,32 @@ def test_small_chunks_and_the_cli_default_change_nothing(tmp_path: Path, monkeyp
     with parallel_jobs(2):
         generate(GeneratorConfig(out=tmp_path, **options))
     assert tree_digest(tmp_path) == expected
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_run_collects_cycles_rarely_and_then_as_before(tmp_path: Path, monkeypatch, fails: bool):
+    seen = []
+    simulate = engine.Engine.run
+
+    def run(self, *args, **kwargs):
+        seen.append(gc.get_threshold())
+        if fails:
+            raise OSError("disk full")
+        return simulate(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine.Engine, "run", run)
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)  # CPython's default, whatever the session set
+        if fails:
+            with pytest.raises(OSError):
+                generate(GeneratorConfig(out=tmp_path, messages=20, seed=1))
+        else:
+            generate(GeneratorConfig(out=tmp_path, messages=20, seed=1))
+        assert seen == [(100_000, 50, 1000)]
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_parallel_jobs_wants_one_or_more():
