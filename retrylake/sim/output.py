@@ -19,8 +19,10 @@ from typing import IO
 
 CHUNK_CHARS = 1 << 20  # text gathered before it is encoded and handed on
 QUEUED_CHUNKS = 16  # how far the simulation may run ahead of a background writer
-# json.dumps(value, separators=(",", ":")), without making an encoder for every line
-compact_json = json.JSONEncoder(separators=(",", ":")).encode
+# json.dumps(value, separators=(",", ":")), without making an encoder for every line, nor
+# checking each container for a cycle: the values are trees built for the line (the same text,
+# a quarter faster on an OTLP export)
+compact_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 def _open(path: Path, compresslevel: int) -> IO[bytes]:
