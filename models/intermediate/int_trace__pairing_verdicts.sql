@@ -97,51 +97,76 @@ loads as (
     ),
 {% endif %}
 
+-- The SubBefores and SubAfters to judge, in one pass by (message, request id): Spark computes a
+-- CTE again for every reference, and an anti join of the SubAfters against the SubBefores, beside
+-- the check of reused request ids, would read the SubBefores twice.
+records_to_judge as (
+    select
+        true as is_sub_before,
+        consumer_group,
+        msg_id,
+        request_id,
+        consume_started_at,
+        trace_stored_at,
+        source_file,
+        line_number,
+        record_index
+    from sub_before_to_judge
+    union all
+    select
+        false as is_sub_before,
+        cast(null as string) as consumer_group,
+        msg_id,
+        request_id,
+        cast(null as timestamp) as consume_started_at,
+        trace_stored_at,
+        source_file,
+        line_number,
+        record_index
+    from sub_after_to_judge
+),
+
+-- Whether a SubBefore with the record's (message, request id) is among them; a null key pairs
+-- with nothing.
+with_sub_before as (
+    select
+        *,
+        msg_id is not null and request_id is not null
+        and max(is_sub_before) over (partition by msg_id, request_id) as has_sub_before
+    from records_to_judge
+),
+
 -- A request id names one consume request; a later SubBefore reusing it for the same message is
 -- not paired (its SubAfter could not be told apart).
-ranked_sub_before as (
+ranked as (
     select
         *,
         dense_rank() over (
-            partition by consumer_group, msg_id, request_id order by consume_started_at asc
+            partition by is_sub_before, consumer_group, msg_id, request_id
+            order by consume_started_at asc
         ) as use_number
-    from sub_before_to_judge
+    from with_sub_before
 ),
 
-reused_request_ids as (
-    select distinct
+-- One select for both kinds, as each reference to `ranked` would read the records again. (A
+-- record is one row, by its file, line and index.)
+unpaired as (
+    select
         msg_id,
         request_id,
         trace_stored_at,
         source_file,
         line_number,
         record_index,
-        'request id ' || request_id || ' reused for another delivery of ' || msg_id as reason
-    from ranked_sub_before
-    where use_number > 1
-),
-
-orphan_results as (
-    select
-        sub_after_to_judge.msg_id,
-        sub_after_to_judge.request_id,
-        sub_after_to_judge.trace_stored_at,
-        sub_after_to_judge.source_file,
-        sub_after_to_judge.line_number,
-        sub_after_to_judge.record_index,
-        'SubAfter without its SubBefore (request ' || sub_after_to_judge.request_id || ')'
-            as reason
-    from sub_after_to_judge
-    left anti join sub_before_to_judge
-        on
-            sub_after_to_judge.request_id = sub_before_to_judge.request_id
-            and sub_after_to_judge.msg_id = sub_before_to_judge.msg_id
-),
-
-unpaired as (
-    select * from reused_request_ids
-    union all
-    select * from orphan_results
+        case
+            when is_sub_before
+                then 'request id ' || request_id || ' reused for another delivery of ' || msg_id
+            else 'SubAfter without its SubBefore (request ' || request_id || ')'
+        end as reason
+    from ranked
+    where
+        (is_sub_before and use_number > 1)
+        or (not is_sub_before and not has_sub_before)
 ),
 
 {% if is_incremental() %}
@@ -165,30 +190,25 @@ unpaired as (
         where recency = 1 and reason is not null
     ),
 
+    -- A verdict that changed: unpaired now for another reason or for the first time (the new
+    -- reason), or paired now (no reason). One join: each side is computed again per reference.
     changed as (
-        select unpaired.*
+        select
+            coalesce(unpaired.msg_id, previously_unpaired.msg_id) as msg_id,
+            coalesce(unpaired.request_id, previously_unpaired.request_id) as request_id,
+            coalesce(unpaired.trace_stored_at, previously_unpaired.trace_stored_at)
+                as trace_stored_at,
+            coalesce(unpaired.source_file, previously_unpaired.source_file) as source_file,
+            coalesce(unpaired.line_number, previously_unpaired.line_number) as line_number,
+            coalesce(unpaired.record_index, previously_unpaired.record_index) as record_index,
+            unpaired.reason
         from unpaired
-        left anti join previously_unpaired
+        full outer join previously_unpaired
             on
                 unpaired.source_file = previously_unpaired.source_file
                 and unpaired.line_number = previously_unpaired.line_number
                 and unpaired.record_index = previously_unpaired.record_index
-                and unpaired.reason = previously_unpaired.reason
-        union all
-        select
-            previously_unpaired.msg_id,
-            previously_unpaired.request_id,
-            previously_unpaired.trace_stored_at,
-            previously_unpaired.source_file,
-            previously_unpaired.line_number,
-            previously_unpaired.record_index,
-            cast(null as string) as reason
-        from previously_unpaired
-        left anti join unpaired
-            on
-                previously_unpaired.source_file = unpaired.source_file
-                and previously_unpaired.line_number = unpaired.line_number
-                and previously_unpaired.record_index = unpaired.record_index
+        where unpaired.reason is distinct from previously_unpaired.reason
     ),
 {% else %}
     changed as (
