@@ -137,7 +137,8 @@ with_sub_before as (
 ),
 
 -- A request id names one consume request; a later SubBefore reusing it for the same message is
--- not paired (its SubAfter could not be told apart).
+-- not paired (its SubAfter could not be told apart). Ranked among SubBefores only: a SubAfter has
+-- no group.
 ranked as (
     select
         *,
