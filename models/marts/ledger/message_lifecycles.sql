@@ -21,50 +21,54 @@ redeliveries as (
     {{ rows_in_refresh_scope(ref('redeliveries'), ref('int_run__refresh_partitions')) }}
 ),
 
--- A delivery traced as a success whose message came back at r + 1 after level 3 + r was acked
--- only up to ackIndex (§3.3): it did not consume this message.
-partially_acked as (
+-- What the redeliveries tell of each lifecycle, in one pass over them (Spark reads a CTE again
+-- at each use):
+-- - a delivery traced as a success whose message came back at r + 1 after level 3 + r was acked
+--   only up to ackIndex (§3.3): it did not consume this message;
+-- - each instance of a broadcasting group gets its copy (§3.3): deliveries, not retries;
+-- - a DLQ decision the client overturned (its fallback sent the message back itself, §3.4) is
+--   no DLQ entry.
+redelivery_facts as (
     select
         consumer_group,
         msg_id,
-        previous_delivery_number as delivery_number
+        collect_set(
+            case when redelivery_cause = 'PARTIAL_BATCH_ACK' then previous_delivery_number end
+        ) as partially_acked_deliveries,
+        count_if(redelivery_cause = 'BROADCAST_COPY') as broadcast_copies,
+        collect_set(
+            case
+                when {{ overturns_dlq_decision('previous_decision', 'redelivery_cause') }}
+                    then previous_delivery_number
+            end
+        ) as overturned_deliveries
     from redeliveries
-    where redelivery_cause = 'PARTIAL_BATCH_ACK'
-),
-
--- Each instance of a broadcasting group gets its copy (§3.3): deliveries, not retries.
-broadcast_copies as (
-    select
-        consumer_group,
-        msg_id,
-        count(*) as broadcast_copies
-    from redeliveries
-    where redelivery_cause = 'BROADCAST_COPY'
     group by consumer_group, msg_id
 ),
 
--- Failures dropped with no retry: by a broadcasting client, or by the broker for a group
--- without a retry queue (§3.3, §1.2).
-drops as (
+-- What the decisions tell of each lifecycle, in one pass: the failures dropped with no retry
+-- (by a broadcasting client, or by the broker for a group without a retry queue, §3.3, §1.2),
+-- the DLQ decisions, and the latest decision, which is the last delivery's when their
+-- numbers agree. (group, message, delivery) is a decision's key: each max_by takes one row.
+decision_facts as (
     select
         consumer_group,
         msg_id,
-        count(*) as dropped_deliveries
+        count_if(decision = 'DROP') as dropped_deliveries,
+        collect_list(
+            case
+                when decision = 'DLQ'
+                    then named_struct(
+                            'delivery_number', delivery_number, 'entered_dlq_at', entered_dlq_at
+                        )
+            end
+        ) as dlq_decisions,
+        max(delivery_number) as latest_decided_delivery,
+        max_by(decision, delivery_number) as latest_decision,
+        max_by(entered_dlq_at, delivery_number) as latest_entered_dlq_at,
+        max_by(expected_redelivery_at, delivery_number) as latest_expected_redelivery_at
     from decisions
-    where decision = 'DROP'
     group by consumer_group, msg_id
-),
-
-consumptions as (
-    select
-        attempts.*,
-        attempts.is_success and partially_acked.msg_id is null as is_consumption
-    from attempts
-    left join partially_acked
-        on
-            attempts.consumer_group = partially_acked.consumer_group
-            and attempts.msg_id = partially_acked.msg_id
-            and attempts.delivery_number = partially_acked.delivery_number
 ),
 
 published as (
@@ -118,38 +122,11 @@ observed_dead_letters as (
     group by consumer_group, msg_id
 ),
 
--- A DLQ decision the client overturned (its fallback sent the message back itself, §3.4) is no
--- DLQ entry.
-overturned_decisions as (
-    select
-        consumer_group,
-        msg_id,
-        previous_delivery_number as delivery_number
-    from redeliveries
-    where {{ overturns_dlq_decision('previous_decision', 'redelivery_cause') }}
-),
-
-predicted_dead_letters as (
-    select
-        decisions.consumer_group,
-        decisions.msg_id,
-        min(decisions.entered_dlq_at) as first_entered_dlq_at
-    from decisions
-    left anti join overturned_decisions
-        on
-            decisions.consumer_group = overturned_decisions.consumer_group
-            and decisions.msg_id = overturned_decisions.msg_id
-            and decisions.delivery_number = overturned_decisions.delivery_number
-    where decisions.decision = 'DLQ'
-    group by decisions.consumer_group, decisions.msg_id
-),
-
 delivery_summary as (
     select
         consumer_group,
         msg_id,
         count(*) as deliveries,
-        count_if(is_consumption) as successful_deliveries,
         max(delivery_number) as last_delivery_number,
         min_by(reconsume_times, delivery_number) as first_reconsume_times,
         max_by(keys, delivery_number) as consumer_keys,
@@ -157,7 +134,6 @@ delivery_summary as (
         max_by(client_line, delivery_number) as client_line,
         min(consume_started_at) as first_consume_at,
         max(consume_started_at) as last_consume_at,
-        min(case when is_consumption then consume_ended_at end) as consumed_at,
         max(reconsume_times) as max_reconsume_times,
         min(lifecycle_date) as lifecycle_date,
         min(lifecycle_hour) as lifecycle_hour,
@@ -165,29 +141,79 @@ delivery_summary as (
         max_by(is_success, delivery_number) as last_is_success,
         max_by(reconsume_times, delivery_number) as last_reconsume_times,
         max_by(return_type, delivery_number) as last_return_type,
-        -- the successes, for a recovery after the DLQ entry (judged below)
+        -- the successes: which of them consumed the message (below), and a recovery after the
+        -- DLQ entry (judged further below)
         collect_list(
             case
                 when is_success
-                    then named_struct('started_at', consume_started_at, 'ended_at', consume_ended_at)
+                    then named_struct(
+                            'delivery_number', delivery_number,
+                            'started_at', consume_started_at,
+                            'ended_at', consume_ended_at
+                        )
             end
         ) as successes
-    from consumptions
+    from attempts
     group by consumer_group, msg_id
+),
+
+-- A success consumed the message unless it was only partially acked; a DLQ decision counts
+-- unless it was overturned.
+with_facts as (
+    select
+        delivery_summary.*,
+        filter(
+            delivery_summary.successes,
+            success -> not coalesce(
+                array_contains(
+                    redelivery_facts.partially_acked_deliveries, success.delivery_number
+                ),
+                false
+            )
+        ) as consumptions,
+        coalesce(redelivery_facts.broadcast_copies, 0) as broadcast_copies,
+        coalesce(decision_facts.dropped_deliveries, 0) as dropped_deliveries,
+        case
+            when decision_facts.latest_decided_delivery = delivery_summary.last_delivery_number
+                then decision_facts.latest_decision
+        end as last_decision,
+        case
+            when decision_facts.latest_decided_delivery = delivery_summary.last_delivery_number
+                then decision_facts.latest_entered_dlq_at
+        end as entered_dlq_at,
+        case
+            when decision_facts.latest_decided_delivery = delivery_summary.last_delivery_number
+                then decision_facts.latest_expected_redelivery_at
+        end as last_expected_redelivery_at,
+        array_min(transform(
+            filter(
+                decision_facts.dlq_decisions,
+                dlq_decision -> not coalesce(
+                    array_contains(
+                        redelivery_facts.overturned_deliveries, dlq_decision.delivery_number
+                    ),
+                    false
+                )
+            ),
+            dlq_decision -> dlq_decision.entered_dlq_at
+        )) as first_predicted_dlq_at
+    from delivery_summary
+    left join redelivery_facts
+        on
+            delivery_summary.consumer_group = redelivery_facts.consumer_group
+            and delivery_summary.msg_id = redelivery_facts.msg_id
+    left join decision_facts
+        on
+            delivery_summary.consumer_group = decision_facts.consumer_group
+            and delivery_summary.msg_id = decision_facts.msg_id
 ),
 
 last_deliveries as (
     select
-        delivery_summary.*,
-        last_decision.decision as last_decision,
-        last_decision.entered_dlq_at,
-        last_decision.expected_redelivery_at as last_expected_redelivery_at
-    from delivery_summary
-    left join decisions as last_decision
-        on
-            delivery_summary.consumer_group = last_decision.consumer_group
-            and delivery_summary.msg_id = last_decision.msg_id
-            and delivery_summary.last_delivery_number = last_decision.delivery_number
+        *,
+        size(consumptions) as successful_deliveries,
+        array_min(transform(consumptions, consumption -> consumption.ended_at)) as consumed_at
+    from with_facts
 ),
 
 -- A dead-letter copy came from the last traced delivery when its stored count is that
@@ -201,7 +227,7 @@ with_dead_letters as (
     select
         last_deliveries.*,
         coalesce(
-            predicted_dead_letters.first_entered_dlq_at, observed_dead_letters.first_stored_at
+            last_deliveries.first_predicted_dlq_at, observed_dead_letters.first_stored_at
         ) as first_dlq_at,
         coalesce(
             exists(
@@ -226,10 +252,6 @@ with_dead_letters as (
         or coalesce(observed_dead_letters.last_forward_at >= last_deliveries.last_consume_at, false)
             as last_delivery_is_dead_lettered
     from last_deliveries
-    left join predicted_dead_letters
-        on
-            last_deliveries.consumer_group = predicted_dead_letters.consumer_group
-            and last_deliveries.msg_id = predicted_dead_letters.msg_id
     left join observed_dead_letters
         on
             last_deliveries.consumer_group = observed_dead_letters.consumer_group
@@ -276,8 +298,8 @@ final as (
         published.tags,
         judged.deliveries,
         judged.successful_deliveries,
-        coalesce(broadcast_copies.broadcast_copies, 0) as broadcast_copies,
-        coalesce(drops.dropped_deliveries, 0) as dropped_deliveries,
+        judged.broadcast_copies,
+        judged.dropped_deliveries,
         judged.first_reconsume_times,
         judged.max_reconsume_times,
         judged.last_reconsume_times,
@@ -301,14 +323,6 @@ final as (
     from judged
     left join published
         on judged.msg_id = published.msg_id
-    left join broadcast_copies
-        on
-            judged.consumer_group = broadcast_copies.consumer_group
-            and judged.msg_id = broadcast_copies.msg_id
-    left join drops
-        on
-            judged.consumer_group = drops.consumer_group
-            and judged.msg_id = drops.msg_id
 )
 
 select {{ one_file_per_partition() }} * from final
