@@ -26,3 +26,15 @@
     ) as parsed
         lateral view inline(parsed.levels) delay as level, token, delay_ms
 {%- endmacro %}
+
+{#- Each broker cluster's levels as one row, from `relation` (int_delay_levels or a CTE over it):
+    the highest level (the clamp's top) and each level's delay in a map. A model then joins the
+    table once however many levels it looks up: Spark reads a CTE again at each use. -#}
+{% macro levels_by_cluster(relation) -%}
+    select
+        broker_cluster,
+        max(level) as max_delay_level,
+        map_from_entries(collect_list(struct(level, delay_ms))) as delay_ms_by_level
+    from {{ relation }}
+    group by broker_cluster
+{%- endmacro %}

@@ -24,12 +24,18 @@ dlq_copies as (
     select * from {{ ref('stg_dlq__messages') }}
 ),
 
-highest_levels as (
+cluster_levels as (
+    {{ levels_by_cluster('delay_levels') }}
+),
+
+-- When each message's dead-letter copies were stored, one row per (group, message).
+dlq_copy_times as (
     select
-        broker_cluster,
-        max(level) as max_delay_level
-    from delay_levels
-    group by broker_cluster
+        consumer_group,
+        lifecycle_msg_id as msg_id,
+        collect_list(stored_at) as stored_ats
+    from dlq_copies
+    group by consumer_group, lifecycle_msg_id
 ),
 
 -- The consumer instance, where the delivery names it (a 4.8.0 SubBefore's clientHost), and
@@ -108,10 +114,21 @@ with_rules as (
         -- as a bigint: an int of minutes times 60,000 would wrap past 35,791 minutes
         cast(consumer_groups.consume_timeout_minutes as bigint) * 60000 as consume_timeout_ms,
         {{ escalated_delay_level(
-            'redelivered.previous_reconsume_times', '0', 'highest_levels.max_delay_level'
+            'redelivered.previous_reconsume_times', '0', 'cluster_levels.max_delay_level'
         ) }} as fallback_delay_level,
         -- the expiry cleaner's send-back asks for level 3 (§3.6), clamped as any level
-        least(3, highest_levels.max_delay_level) as timeout_delay_level
+        least(3, cluster_levels.max_delay_level) as timeout_delay_level,
+        cluster_levels.delay_ms_by_level,
+        -- a copy stored in the group's DLQ between the previous delivery and this one: the
+        -- message came back after it was dead-lettered
+        coalesce(
+            exists(
+                dlq_copy_times.stored_ats,
+                stored_at -> redelivered.previous_started_at <= stored_at
+                and redelivered.consume_started_at > stored_at
+            ),
+            false
+        ) as dead_lettered_between
     from redelivered
     left join decisions as previous_decision
         on
@@ -120,70 +137,43 @@ with_rules as (
             and redelivered.previous_delivery_number = previous_decision.delivery_number
     inner join consumer_groups
         on redelivered.consumer_group = consumer_groups.consumer_group
-    inner join highest_levels
-        on consumer_groups.delay_cluster = highest_levels.broker_cluster
-),
-
--- The level of the group's cluster whose delay is closest to the gap (redeliveries are few).
-nearest_levels as (
-    select
-        with_rules.consumer_group,
-        with_rules.msg_id,
-        with_rules.delivery_number,
-        min_by(
-            delay_levels.delay_ms, abs(with_rules.gap_ms - delay_levels.delay_ms)
-        ) as nearest_level_delay_ms
-    from with_rules
-    inner join delay_levels
-        on with_rules.delay_cluster = delay_levels.broker_cluster
-    group by with_rules.consumer_group, with_rules.msg_id, with_rules.delivery_number
-),
-
--- A copy stored in the group's DLQ between the previous delivery and this one: the message
--- came back after it was dead-lettered.
-dead_lettered_between as (
-    select distinct
-        with_rules.consumer_group,
-        with_rules.msg_id,
-        with_rules.delivery_number
-    from with_rules
-    inner join dlq_copies
+    inner join cluster_levels
+        on consumer_groups.delay_cluster = cluster_levels.broker_cluster
+    left join dlq_copy_times
         on
-            with_rules.consumer_group = dlq_copies.consumer_group
-            and with_rules.msg_id = dlq_copies.lifecycle_msg_id
-            and with_rules.previous_started_at <= dlq_copies.stored_at
-            and with_rules.consume_started_at > dlq_copies.stored_at
+            redelivered.consumer_group = dlq_copy_times.consumer_group
+            and redelivered.msg_id = dlq_copy_times.msg_id
 ),
 
 classified as (
     select
         with_rules.*,
-        fallback_levels.delay_ms as fallback_delay_ms,
-        timeout_levels.delay_ms as timeout_delay_ms,
-        nearest_levels.nearest_level_delay_ms,
-        (
-            with_rules.previous_decision = 'DLQ'
-            or dead_lettered_between.msg_id is not null
-        ) as previous_dead_lettered
+        try_element_at(with_rules.delay_ms_by_level, with_rules.fallback_delay_level)
+            as fallback_delay_ms,
+        try_element_at(with_rules.delay_ms_by_level, with_rules.timeout_delay_level)
+            as timeout_delay_ms,
+        -- the delay of the cluster's level closest to the gap (the shorter one on a tie)
+        case
+            when with_rules.gap_ms is not null
+                then aggregate(
+                        map_values(with_rules.delay_ms_by_level),
+                        cast(null as bigint),
+                        (nearest, delay_ms) -> case
+                            when
+                                nearest is null
+                                or abs(with_rules.gap_ms - delay_ms) < abs(with_rules.gap_ms - nearest)
+                                or (
+                                    abs(with_rules.gap_ms - delay_ms) = abs(with_rules.gap_ms - nearest)
+                                    and delay_ms < nearest
+                                )
+                                then delay_ms
+                            else nearest
+                        end
+                    )
+        end as nearest_level_delay_ms,
+        with_rules.previous_decision = 'DLQ'
+        or with_rules.dead_lettered_between as previous_dead_lettered
     from with_rules
-    left join delay_levels as fallback_levels
-        on
-            with_rules.delay_cluster = fallback_levels.broker_cluster
-            and with_rules.fallback_delay_level = fallback_levels.level
-    left join delay_levels as timeout_levels
-        on
-            with_rules.delay_cluster = timeout_levels.broker_cluster
-            and with_rules.timeout_delay_level = timeout_levels.level
-    left join nearest_levels
-        on
-            with_rules.consumer_group = nearest_levels.consumer_group
-            and with_rules.msg_id = nearest_levels.msg_id
-            and with_rules.delivery_number = nearest_levels.delivery_number
-    left join dead_lettered_between
-        on
-            with_rules.consumer_group = dead_lettered_between.consumer_group
-            and with_rules.msg_id = dead_lettered_between.msg_id
-            and with_rules.delivery_number = dead_lettered_between.delivery_number
 ),
 
 final as (
