@@ -21,12 +21,8 @@ published as (
     select * from {{ ref('int_run__published_messages') }}
 ),
 
-highest_levels as (
-    select
-        broker_cluster,
-        max(level) as max_delay_level
-    from delay_levels
-    group by broker_cluster
+cluster_levels as (
+    {{ levels_by_cluster('delay_levels') }}
 ),
 
 -- The next delivery of the same message to the same group is the observed redelivery.
@@ -76,12 +72,13 @@ with_settings as (
         consumer_groups.fifo_retry_interval_ms,
         {{ failure_policy_delay_ms('failed_deliveries.reconsume_times', settings='consumer_groups.') }}
             as policy_delay_ms,
-        highest_levels.max_delay_level
+        cluster_levels.max_delay_level,
+        cluster_levels.delay_ms_by_level
     from failed_deliveries
     inner join consumer_groups
         on failed_deliveries.consumer_group = consumer_groups.consumer_group
-    inner join highest_levels
-        on consumer_groups.delay_cluster = highest_levels.broker_cluster
+    inner join cluster_levels
+        on consumer_groups.delay_cluster = cluster_levels.broker_cluster
 ),
 
 decided as (
@@ -105,14 +102,12 @@ timed as (
         scheduled.*,
         {{ failure_delay_ms(
             'scheduled.decision', 'scheduled.failed_at', 'scheduled.visible_again_at',
-            'scheduled.policy_delay_ms', 'delay_levels.delay_ms', settings='scheduled.'
+            'scheduled.policy_delay_ms',
+            'try_element_at(scheduled.delay_ms_by_level, scheduled.delay_level)',
+            settings='scheduled.'
         ) }} as delay_ms,
         scheduled.decision in ('RETRY', 'LOCAL_RETRY') as is_redelivered
     from scheduled
-    left join delay_levels
-        on
-            scheduled.delay_cluster = delay_levels.broker_cluster
-            and scheduled.delay_level = delay_levels.level
 ),
 
 final as (
