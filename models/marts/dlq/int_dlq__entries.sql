@@ -120,26 +120,6 @@ observed as (
     from observed_entries
 ),
 
--- What each group's export covers: a copy stored after its last one was not yet exported.
-export_windows as (
-    select
-        consumer_group,
-        min(stored_at) as export_first_stored_at,
-        max(stored_at) as export_last_stored_at
-    from copies
-    group by consumer_group
-),
-
--- The namespace each group's dead letters were seen in (macros/rules/namespace.sql), for the
--- entries predicted only.
-group_namespaces as (
-    select
-        consumer_group,
-        max(`namespace`) as `namespace`
-    from observed_entries
-    group by consumer_group
-),
-
 -- What the 5.x brokers' logs cover: a forward after their latest DLQ line was not yet logged.
 broker_log_window as (
     select max(stored_at) as log_last_stored_at
@@ -288,8 +268,23 @@ with_context as (
         ) }} as observed_failed_reconsume_times,
         coalesce(implied_max.max_reconsume_drift, false) as max_reconsume_drift,
         implied_max.implied_max_reconsume_times,
-        coalesce(matched.observed_namespace, group_namespaces.`namespace`) as `namespace`,
-        export_windows.export_last_stored_at,
+        -- Per group, over the matched entries, which hold every observed one once (a join
+        -- would read the copies again): the namespace its dead letters were seen in
+        -- (macros/rules/namespace.sql), for the entries predicted only, and what its export
+        -- covers (a copy stored after its last one was not yet exported).
+        coalesce(
+            matched.observed_namespace,
+            case
+                when matched.consumer_group is not null
+                    then max(matched.observed_namespace) over by_group
+            end
+        ) as `namespace`,
+        case
+            when matched.consumer_group is not null
+                then max(
+                        case when matched.observed_in = 'DLQ_EXPORT' then matched.observed_stored_at end
+                    ) over by_group
+        end as export_last_stored_at,
         broker_log_window.log_last_stored_at
     from matched
     left join lifecycles_with_dead_letters as lifecycles
@@ -300,11 +295,8 @@ with_context as (
         on matched.consumer_group = consumer_groups.consumer_group
     left join implied_max
         on matched.consumer_group = implied_max.consumer_group
-    left join export_windows
-        on matched.consumer_group = export_windows.consumer_group
-    left join group_namespaces
-        on matched.consumer_group = group_namespaces.consumer_group
     cross join broker_log_window
+    window by_group as (partition by matched.consumer_group)
 ),
 
 -- The traced failure an observed-only copy came from: a failed delivery at the count the copy
