@@ -77,31 +77,44 @@ ranked_spans as (
 
 spans as (
     select
-        ranked_spans.consumer_group,
-        ranked_spans.msg_id,
-        ranked_spans.span_id as request_id,
-        ranked_spans.delivery_attempt as observed_attempt,
-        ranked_spans.`keys`,
-        ranked_spans.topic,
-        ranked_spans.consumer_instance,
+        consumer_group,
+        msg_id,
+        span_id as request_id,
+        delivery_attempt as observed_attempt,
+        `keys`,
+        topic,
+        consumer_instance,
         'PUSH' as consumer_kind,
-        ranked_spans.return_type,
-        ranked_spans.consume_started_at,
-        ranked_spans.consume_ended_at,
+        return_type,
+        consume_started_at,
+        consume_ended_at,
         cast(null as timestamp) as visible_again_at,
         'OTEL_SPAN' as attempt_source
     from ranked_spans
-    left anti join events
-        on
-            ranked_spans.consumer_group = events.consumer_group
-            and ranked_spans.msg_id = events.msg_id
-    where ranked_spans.copy_number = 1
+    where copy_number = 1
+),
+
+-- Whether each lifecycle has events, as a window over both kinds: a join would read the events
+-- again. A span with no group or message id names no lifecycle, so it is kept.
+sourced as (
+    select
+        *,
+        max(attempt_source = 'CONSUME_EVENT') over (partition by consumer_group, msg_id)
+            as lifecycle_has_events
+    from (
+        select * from events
+        union all
+        select * from spans
+    ) as events_and_spans
 ),
 
 deliveries as (
-    select * from events
-    union all
-    select * from spans
+    select * from sourced
+    where
+        attempt_source = 'CONSUME_EVENT'
+        or not lifecycle_has_events
+        or consumer_group is null
+        or msg_id is null
 ),
 
 numbered as (
