@@ -128,36 +128,25 @@ labelled as (
     from paired
 ),
 
-acked as (
-    select
-        labelled.*,
-        {{ delivery_is_acked(
-            'labelled.traced_success', 'labelled.return_type', 'consumer_groups.consume_mode'
-        ) }} as is_success
-    from labelled
-    left join consumer_groups
-        on labelled.consumer_group = consumer_groups.consumer_group
-),
-
 trace_deliveries as (
     select
-        acked.consumer_group,
-        acked.msg_id,
-        acked.request_id,
-        acked.reconsume_times,
-        acked.keys,
+        consumer_group,
+        msg_id,
+        request_id,
+        reconsume_times,
+        `keys`,
         cast(null as string) as topic,
-        acked.client_host,
-        acked.client_host as consumer_instance,
-        acked.return_type,
-        acked.is_success,
-        acked.cost_ms,
-        acked.consume_started_at,
-        case when acked.has_result then acked.result_ended_at end as consume_ended_at,
+        client_host,
+        client_host as consumer_instance,
+        return_type,
+        traced_success as reported_success,
+        cost_ms,
+        consume_started_at,
+        case when has_result then result_ended_at end as consume_ended_at,
         cast(null as timestamp) as visible_again_at,
         'TRACE' as attempt_source,
         true as attempt_number_observed
-    from acked
+    from labelled
 ),
 
 grpc_deliveries as (
@@ -171,7 +160,7 @@ grpc_deliveries as (
         cast(null as string) as client_host,
         consumer_instance,
         return_type,
-        is_success,
+        is_success as reported_success,
         cost_ms,
         consume_started_at,
         consume_ended_at,
@@ -252,7 +241,14 @@ final as (
         sequenced.topic,
         sequenced.client_host,
         sequenced.return_type,
-        sequenced.is_success,
+        -- a trace delivery's success as the group's consume mode acks it; a 5.x one's as given
+        case
+            when sequenced.attempt_source = 'TRACE'
+                then {{ delivery_is_acked(
+                    'sequenced.reported_success', 'sequenced.return_type', 'consumer_groups.consume_mode'
+                ) }}
+            else sequenced.reported_success
+        end as is_success,
         sequenced.cost_ms,
         sequenced.consume_started_at,
         sequenced.consume_ended_at,
