@@ -2,8 +2,7 @@
 -- defaults for a group seen in the trace but missing from the seed (flagged by
 -- `settings_source`), with the settings as the broker and client apply them.
 {{ config(materialized='table') }}
--- A table, not a view: seven models read it, and as a view each would scan the staged 5.x
--- spans and events again.
+-- A table, not a view: seven models read it.
 with
 
 configured as (
@@ -31,38 +30,16 @@ traced_groups as (
     from {{ ref('stg_trace__consumer_groups') }}
 ),
 
--- What the 5.x inputs tell of a group: a process span is a push consumer's (a SimpleConsumer
--- writes none), a listener event names its kind, and a delivery with a message group is a FIFO
--- group's (observability §5.2).
-grpc_deliveries as (
-    select
-        consumer_group,
-        'PUSH' as consumer_kind,
-        message_group
-    from {{ ref('stg_otel__process_spans') }}
-    where span_error is null
-
-    union all
-
-    select
-        consumer_group,
-        consumer_kind,
-        message_group
-    from {{ ref('stg_landing__consume_event_lines') }}
-    where line_error is null
-),
-
 -- A group seen only in the 5.x inputs is a gRPC consumer: the open-source line by default, of
--- the kind most of its deliveries show, FIFO (ORDERLY) when any names a message group.
+-- the kind most of its deliveries show (a process span is a push consumer's, a listener event
+-- names its kind), FIFO (ORDERLY) when any names a message group (observability §5.2).
 grpc_groups as (
     select
         consumer_group,
         'grpc-5' as client_line,
-        if(
-            count_if(consumer_kind = 'SIMPLE') > count_if(consumer_kind = 'PUSH'), 'SIMPLE', 'PUSH'
-        ) as consumer_kind,
-        if(count(message_group) > 0, 'ORDERLY', null) as consume_mode
-    from grpc_deliveries
+        if(sum(simple_deliveries) > sum(push_deliveries), 'SIMPLE', 'PUSH') as consumer_kind,
+        if(sum(message_group_deliveries) > 0, 'ORDERLY', null) as consume_mode
+    from {{ ref('stg_grpc__consumer_groups') }}
     group by consumer_group
 ),
 
