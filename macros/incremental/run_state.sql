@@ -219,6 +219,19 @@
     {{ return(0) }}
 {% endmacro %}
 
+{#- For a table that counts several feeds, each numbering its loads apart: put the highest load
+    id counted of each feed (its `source`) into the dict `counted`; nothing on a first,
+    full-refresh or unit-test build. It fills a dict rather than returning one so that sqlfluff's
+    stand-in (.sqlfluff) can be empty. -#}
+{% macro put_max_load_ids_by_source(relation, counted) %}
+    {%- if execute and not in_unit_test() and is_incremental() -%}
+        {%- for source, load_id in run_query(
+            "select source, max(load_id) from " ~ relation ~ " group by source").rows -%}
+            {%- do counted.update({source: load_id | int}) -%}
+        {%- endfor -%}
+    {%- endif -%}
+{% endmacro %}
+
 {% macro previous_fact_relation(name) %}
     {#- The fact mart as the previous run left it, or none on a first or full-refresh build, or
         while any fact mart is missing or lacks a column its YAML documents (a lakehouse built

@@ -10,12 +10,7 @@
     selection does not name stg_otel__process_spans (a --select, or a dbt retry, which gives no
     selection) leaves that feed's new loads to a later run. -#}
 {%- set counted = {} %}
-{%- if execute and is_incremental() and not in_unit_test() %}
-    {%- for feed, load_id in run_query(
-        "select source, max(load_id) from " ~ this ~ " group by source").rows %}
-        {%- do counted.update({feed: load_id | int}) %}
-    {%- endfor %}
-{%- endif %}
+{%- do put_max_load_ids_by_source(this, counted) %}
 {%- set otel_counted = counted.get('otel', 0) %}
 {%- set events_counted = counted.get('consume_events', 0) %}
 {%- set broker_counted = counted.get('broker_logs', 0) %}

@@ -5,12 +5,7 @@
     listener event ever loaded. The two feeds number their loads apart, so each is read from
     above its own highest load counted here. -#}
 {%- set counted = {} %}
-{%- if execute and is_incremental() and not in_unit_test() %}
-    {%- for feed, load_id in run_query(
-        "select source, max(load_id) from " ~ this ~ " group by source").rows %}
-        {%- do counted.update({feed: load_id | int}) %}
-    {%- endfor %}
-{%- endif %}
+{%- do put_max_load_ids_by_source(this, counted) %}
 
 with
 
