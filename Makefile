@@ -14,7 +14,7 @@ lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/python scripts/check_imports.py
-	.venv/bin/sqlfluff lint models macros tests/dbt
+	.venv/bin/sqlfluff lint --processes 0 models macros tests/dbt
 
 unit: setup
 	.venv/bin/pytest -m "not integration" tests/unit
