@@ -19,6 +19,7 @@ was last built in full with are kept too (``JudgedWith``): a build after either 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -94,6 +95,15 @@ def _landing_files(landing: Path) -> list[Path]:
             if all(_read_by_spark(part) for part in path.relative_to(folder).parts)
         ]
     return sorted(found)
+
+
+def landing_bytes(landing: Path) -> int:
+    """The size of what a build reads from the landing: its feeds' files, as Spark lists them."""
+    total = 0
+    for path in _landing_files(landing):
+        with contextlib.suppress(FileNotFoundError):  # renamed or removed since it was listed
+            total += path.stat().st_size
+    return total
 
 
 def _hash_contents(digest: hashlib._Hash, root: Path, paths: list[Path]) -> None:

@@ -462,6 +462,7 @@ def _demo(args: argparse.Namespace) -> None:
         grpc5_messages=args.grpc5_messages,
         master=master,
         spark_conf=spark_conf,
+        process_ends_after=True,
     )
 
 

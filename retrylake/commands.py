@@ -18,6 +18,7 @@ from retrylake.build_inputs import (
     code_fingerprint,
     judged_with_other_warning,
     judgement_inputs,
+    landing_bytes,
     runtime_fingerprint,
 )
 from retrylake.config_check import (
@@ -60,7 +61,8 @@ def build(
     ``holding_lock``: the caller already holds the lakehouse; ``inputs``: the fingerprint of
     this build's inputs, which the caller has just taken (both from `watch`).
     ``process_ends_after``: the process runs this build only (`retrylake build`), so a session
-    started for an incremental build gets a JVM for short runs (`start_session`)."""
+    started for an incremental build, or for a small landing read whole, gets a JVM for short
+    runs (`is_short_run`)."""
     check_configuration(project_dir)
     lakehouse.check_landing_exists()
     command = build_command(select, exclude)
@@ -85,8 +87,8 @@ def build(
         whole = not select and set(exclude or []) <= TEST_RESOURCE_TYPES
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         last_build.forget()
-        # an incremental build in a process of its own, as from cron, ends too soon for C2
-        short_run = process_ends_after and not full_refresh and bool(lakehouse.built_from)
+        reads_all = full_refresh or not lakehouse.built_from
+        short_run = process_ends_after and is_short_run(lakehouse, reads_all=reads_all)
         lakehouse.claim_landing(full_refresh=full_refresh and whole)
         start_session(lakehouse, master, spark_conf, short_run=short_run)
         # once nothing stops the build before dbt: a refused build stays one line
@@ -100,6 +102,24 @@ def build(
         if not (unit_tests_passed or select or exclude):
             unit_tests.record(code)
     return True
+
+
+# The most landing a build that reads all of it (a first build, a full refresh, the demo) may
+# read and still be a short run: measured in processes of their own, C1 took 7 to 10% off
+# such builds of up to this size, and C2 won on larger ones (docs/performance.md, "C1 for a
+# small landing read whole").
+SHORT_RUN_LANDING_BYTES = 64 * 2**20
+
+
+def is_short_run(lakehouse: Lakehouse, *, reads_all: bool) -> bool:
+    """Whether a process that runs one build and ends starts its JVM for a short run
+    (`start_session`): C2's compilations cost more than they save in an incremental build, as
+    from cron, and in one that reads all of a small local landing."""
+    if not reads_all:
+        return True
+    if lakehouse.landing_url is not None:  # shared storage Python cannot list: not known small
+        return False
+    return landing_bytes(lakehouse.landing) <= SHORT_RUN_LANDING_BYTES
 
 
 def build_command(select: list[str] | None, exclude: list[str] | None) -> list[str]:
@@ -553,10 +573,12 @@ def demo(
     grpc5_messages: int | None = None,
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
+    process_ends_after: bool = False,
 ) -> None:
     """Generate traffic for the project's consumer groups into a fresh landing zone, build it,
     print a per-group summary and check the marts against the generator's ground truth. The
-    5.x gRPC groups get ``grpc5_messages`` messages; None: a fifth of ``messages``."""
+    5.x gRPC groups get ``grpc5_messages`` messages; None: a fifth of ``messages``.
+    ``process_ends_after``: as `build`'s (`retrylake demo`)."""
     from retrylake.sim.engine import GeneratorConfig, read_ground_truth
     from retrylake.sim.engine import generate as run_generator
 
@@ -589,7 +611,8 @@ def demo(
         if stats.grpc5 is not None:
             _print_grpc5(stats.grpc5)
         judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
-        spark = start_session(lakehouse, master, spark_conf)
+        short_run = process_ends_after and is_short_run(lakehouse, reads_all=True)
+        spark = start_session(lakehouse, master, spark_conf, short_run=short_run)
         run_dbt(["build", "--full-refresh"], project_dir, lakehouse)
         judged.after_build(judgement, full=True)
         lakehouse.landing_settled()

@@ -51,10 +51,11 @@ LOCAL_WAREHOUSE_DEFAULTS = {
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
-# The driver JVM of a short run (an incremental `retrylake build` in a new process, as from
-# cron) spends much of its CPU compiling Spark's planner, and C2's compilations cost more than
-# their faster code saves before the run ends: C1 only. C1 alone gets a 48 MB code cache, which
-# a build fills (then it compiles nothing more, or stops): keep tiered mode's 240 MB.
+# The driver JVM of a short run (`is_short_run`: an incremental `retrylake build` in a new
+# process, as from cron, or one that reads a small landing whole) spends much of its CPU
+# compiling Spark's planner, and C2's compilations cost more than their faster code saves
+# before the run ends: C1 only. C1 alone gets a 48 MB code cache, which a build fills (then
+# it compiles nothing more, or stops): keep tiered mode's 240 MB.
 SHORT_RUN_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 
 

@@ -339,10 +339,9 @@ def test_builds_beside_the_server_publish_whole_and_only_after_their_tests(serve
     )
     _assert_seen_whole(full_refresh)
     assert "published build" in full_refresh["build"].stdout
-    # a full refresh runs long enough for C2's compilations to pay; an incremental build in a
-    # process of its own does not (SHORT_RUN_JVM_OPTIONS, below)
-    assert len(full_refresh["jvm_options"]) == 1  # the build's driver, seen while it ran
-    assert not full_refresh["jvm_options"][0] & set(SHORT_RUN_JVM_OPTIONS)
+    # the build's driver, seen while it ran: a process of one build reading so small a landing,
+    # even whole, ends before C2's compilations pay (SHORT_RUN_JVM_OPTIONS, below)
+    assert len(full_refresh["jvm_options"]) == 1
 
     # audit: a data test fails, so the new rows stay in the unpublished schema
     project = server["root"] / "project-with-a-failing-test"
@@ -379,7 +378,7 @@ def test_builds_beside_the_server_publish_whole_and_only_after_their_tests(serve
     )
     _assert_seen_whole(incremental)
     assert incremental["before"] == full_refresh["after"]
-    for run in (audited, incremental):
+    for run in (full_refresh, audited, incremental):
         assert [set(SHORT_RUN_JVM_OPTIONS) <= options for options in run["jvm_options"]] == [True]
     # and the readers agree with each other on what was published
     served = sorted(incremental["after"]["served"])

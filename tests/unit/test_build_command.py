@@ -84,24 +84,67 @@ def test_the_unit_tests_run_until_a_build_of_everything_passed_them(dbt_commands
     assert not _left_out(dbt_commands[-1])
 
 
-def test_only_an_incremental_build_in_a_process_of_its_own_is_a_short_run(
+def _grow_past_a_short_run(lakehouse: Lakehouse) -> Path:
+    """A landing file one byte over what a short run may read whole: sparse, so no disk used."""
+    large = lakehouse.landing / "trace" / "large.jsonl"
+    with large.open("wb") as handle:
+        handle.truncate(commands.SHORT_RUN_LANDING_BYTES + 1)
+    return large
+
+
+def test_a_process_of_one_build_is_a_short_run_unless_it_reads_a_large_landing_whole(
     dbt_commands, session_starts, lakehouse
 ):
     """A process that runs one build and ends (`retrylake build`, from cron) starts its JVM for
-    a short run once the lakehouse was built; not its first build, nor a full refresh (each
-    reads the whole landing), nor a process that goes on (`--watch`, a caller of `build`)."""
-    commands.build(PROJECT_DIR, lakehouse, process_ends_after=True)  # the first
-    _land(lakehouse, "b.jsonl")()
+    a short run for an incremental build, and for a first build or a full refresh (each reads
+    the whole landing) only while the landing is small; never a process that goes on
+    (`--watch`, a caller of `build`)."""
+    commands.build(PROJECT_DIR, lakehouse, process_ends_after=True)  # the first, small
+    large = _grow_past_a_short_run(lakehouse)
     commands.build(PROJECT_DIR, lakehouse, process_ends_after=True)
     commands.build(PROJECT_DIR, lakehouse, force=True, process_ends_after=True)
     commands.build(PROJECT_DIR, lakehouse, full_refresh=True, process_ends_after=True)
     commands.build(PROJECT_DIR, lakehouse, force=True)
     _land(lakehouse, "c.jsonl")()
     commands.watch(PROJECT_DIR, lakehouse, 5, Checks(_nothing))  # type: ignore[arg-type]
-    assert len(dbt_commands) == 6
+    large.unlink()
+    commands.build(PROJECT_DIR, lakehouse, full_refresh=True, process_ends_after=True)
+    assert len(dbt_commands) == 7
     assert [start["short_run"] for start in session_starts] == [
-        False, True, True, False, False, False
+        True, True, True, False, False, False, True
     ]  # fmt: skip
+    # the first build of a large landing reads it whole
+    first = Lakehouse(lakehouse.root.with_name("another-lakehouse"), lakehouse.landing)
+    _grow_past_a_short_run(first)
+    commands.build(PROJECT_DIR, first, process_ends_after=True)
+    assert session_starts[-1]["short_run"] is False
+
+
+def test_a_landing_on_shared_storage_is_not_known_to_be_small(tmp_path):
+    lakehouse = Lakehouse.resolve(str(tmp_path / "lakehouse"), "hdfs://namenode/landing")
+    assert not commands.is_short_run(lakehouse, reads_all=True)
+    assert commands.is_short_run(lakehouse, reads_all=False)
+
+
+def test_the_demo_in_a_process_of_its_own_is_a_short_run(monkeypatch, tmp_path):
+    """Its generated landing is small (3,000 messages by default): the session it starts,
+    before anything is built, is asked for a short run; a caller that goes on is not."""
+
+    class SessionStarted(Exception):
+        pass
+
+    starts: list[dict] = []
+
+    def starting(*args, **options):
+        starts.append(options)
+        raise SessionStarted
+
+    monkeypatch.setattr(commands, "start_session", starting)
+    demo_lakehouse = Lakehouse(tmp_path / "demo-lakehouse", tmp_path / "demo-lakehouse" / "landing")
+    for ends_after in (True, False):
+        with pytest.raises(SessionStarted):
+            commands.demo(PROJECT_DIR, demo_lakehouse, messages=10, process_ends_after=ends_after)
+    assert [start["short_run"] for start in starts] == [True, False]
 
 
 def test_a_failed_build_vouches_for_no_unit_test(dbt_commands, lakehouse, monkeypatch):
