@@ -105,9 +105,9 @@ def build(
 
 
 # The most landing a build that reads all of it (a first build, a full refresh, the demo) may
-# read and still be a short run: measured in processes of their own, C1 took 7 to 10% off
-# such builds of up to this size, and C2 won on larger ones (docs/performance.md, "C1 for a
-# small landing read whole").
+# read and still be a short run: measured in processes of their own, C1 took 7 to 16% off
+# such builds of up to 102 MB, and C2 won on the 1x bench history (docs/spark-settings.md,
+# "The JIT compiler").
 SHORT_RUN_LANDING_BYTES = 64 * 2**20
 
 
