@@ -396,7 +396,7 @@ def _dbt(args: argparse.Namespace) -> None:
     dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
     if not dbt_args:
         raise UsageError("give a dbt command, e.g. retrylake dbt -- test")
-    dbt(_project_dir(args), _lakehouse(args), dbt_args, **_spark(args))
+    dbt(_project_dir(args), _lakehouse(args), dbt_args, **_spark(args), process_ends_after=True)
 
 
 def _whatif(args: argparse.Namespace) -> None:

@@ -313,8 +313,12 @@ def dbt(
     *,
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
+    process_ends_after: bool = False,
 ) -> None:
-    """Any dbt command, on the same session and with the same UDFs as `build`."""
+    """Any dbt command, on the same session and with the same UDFs as `build`.
+    ``process_ends_after``: the process runs this command only (`retrylake dbt`), so its
+    session gets a JVM for short runs as `build`'s does (`is_short_run`): an incremental `run`
+    or `build`, or any command while the landing, which bounds what it may read, is small."""
     given_vars = _check_passthrough(args)
     if args[0] in SEED_READING_DBT_COMMANDS:
         check_configuration(project_dir, given_vars)
@@ -334,8 +338,11 @@ def dbt(
             judged, judgement = JudgedWith(lakehouse), judgement_inputs(project_dir)
         if args[0] not in READ_ONLY_DBT_COMMANDS:
             LastBuild(lakehouse).forget()  # the command may change the tables
+        # what a command other than run or build reads (a test, docs) is not known: all of it
+        reads_all = full_refresh or not lakehouse.built_from or not judges_ledger
+        short_run = process_ends_after and is_short_run(lakehouse, reads_all=reads_all)
         lakehouse.claim_landing(full_refresh=full_refresh and every_model)
-        start_session(lakehouse, master, spark_conf)
+        start_session(lakehouse, master, spark_conf, short_run=short_run)
         if judges_ledger:
             _warn_if_judged_with_other(judged, judgement, whole=whole, full_refresh=full_refresh)
         run_dbt(args, project_dir, lakehouse)

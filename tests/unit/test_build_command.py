@@ -120,6 +120,36 @@ def test_a_process_of_one_build_is_a_short_run_unless_it_reads_a_large_landing_w
     assert session_starts[-1]["short_run"] is False
 
 
+def test_a_process_of_one_dbt_command_is_a_short_run_as_a_build_is(
+    dbt_commands, session_starts, lakehouse
+):
+    """`retrylake dbt` alone in its process: an incremental `run` or `build` is a short run
+    whatever the landing's size; a full refresh, the first run, and any other command (what a
+    data test or docs read is not known) only while the landing is small."""
+
+    def passthrough(*args: str, ends_after: bool = True) -> bool:
+        commands.dbt(PROJECT_DIR, lakehouse, list(args), process_ends_after=ends_after)
+        return session_starts[-1]["short_run"]
+
+    assert passthrough("run")  # the first run, of a small landing
+    assert passthrough("test")
+    assert not passthrough("run", ends_after=False)
+    large = _grow_past_a_short_run(lakehouse)
+    assert passthrough("run")
+    assert passthrough("build", "-s", "consume_attempts")
+    assert not passthrough("run", "--full-refresh")
+    assert not passthrough("test")
+    assert not passthrough("docs", "generate")
+    large.unlink()
+    assert passthrough("run", "--full-refresh")
+    assert len(dbt_commands) == 9
+    # the first run of a large landing reads it whole
+    first = Lakehouse(lakehouse.root.with_name("another-lakehouse"), lakehouse.landing)
+    _grow_past_a_short_run(first)
+    commands.dbt(PROJECT_DIR, first, ["run"], process_ends_after=True)
+    assert session_starts[-1]["short_run"] is False
+
+
 def test_a_landing_on_shared_storage_is_not_known_to_be_small(tmp_path):
     lakehouse = Lakehouse.resolve(str(tmp_path / "lakehouse"), "hdfs://namenode/landing")
     assert not commands.is_short_run(lakehouse, reads_all=True)
