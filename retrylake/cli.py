@@ -416,6 +416,7 @@ def _whatif(args: argparse.Namespace) -> None:
             scenarios=args.scenario,
             output=args.format,
             **_spark(args),
+            process_ends_after=True,
         )
     )
 

@@ -272,10 +272,13 @@ def whatif(
     output: str = "table",
     master: str | None = None,
     spark_conf: dict[str, str] | None = None,
+    process_ends_after: bool = False,
 ) -> str:
     """`retrylake whatif`: build the what-if models (`dbt build --select tag:whatif`) on the
     ledger the last build left, then return the per-scenario, per-group summary. The ledger's
-    tables are not rebuilt, so the last build's fingerprint still holds."""
+    tables are not rebuilt, so the last build's fingerprint still holds.
+    ``process_ends_after``: the process runs this only (`retrylake whatif`); the what-if reads
+    the whole ledger, so its JVM is for a short run while the landing is small (`is_short_run`)."""
     from retrylake.analyst.query import render, run_query
     from retrylake.scenarios import scenario_names
 
@@ -289,8 +292,9 @@ def whatif(
         )
     lakehouse.check_landing_exists()
     with lakehouse.lock():
+        short_run = process_ends_after and is_short_run(lakehouse, reads_all=True)
         lakehouse.claim_landing(full_refresh=False)
-        start_session(lakehouse, master, spark_conf)
+        start_session(lakehouse, master, spark_conf, short_run=short_run)
         run_dbt(["build", "--select", "tag:whatif"], project_dir, lakehouse)
     scenario_filter = ""
     if scenarios:

@@ -150,6 +150,30 @@ def test_a_process_of_one_dbt_command_is_a_short_run_as_a_build_is(
     assert session_starts[-1]["short_run"] is False
 
 
+def test_the_whatif_in_a_process_of_its_own_is_a_short_run_on_a_small_landing(
+    monkeypatch, lakehouse
+):
+    """It reads the whole ledger: a short run only while the landing is small, and only in a
+    process that ends after it."""
+
+    class SessionStarted(Exception):
+        pass
+
+    starts: list[dict] = []
+
+    def starting(*args, **options):
+        starts.append(options)
+        raise SessionStarted
+
+    monkeypatch.setattr(commands, "start_session", starting)
+    for grow, ends_after in ((False, True), (False, False), (True, True)):
+        if grow:
+            _grow_past_a_short_run(lakehouse)
+        with pytest.raises(SessionStarted):
+            commands.whatif(PROJECT_DIR, lakehouse, process_ends_after=ends_after)
+    assert [start["short_run"] for start in starts] == [True, False, False]
+
+
 def test_a_landing_on_shared_storage_is_not_known_to_be_small(tmp_path):
     lakehouse = Lakehouse.resolve(str(tmp_path / "lakehouse"), "hdfs://namenode/landing")
     assert not commands.is_short_run(lakehouse, reads_all=True)
