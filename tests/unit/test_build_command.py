@@ -39,6 +39,23 @@ def session_starts(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     return starts
 
 
+class SessionStarted(Exception):
+    """Raised in place of starting a session, to stop a command before it builds anything."""
+
+
+@pytest.fixture()
+def stopped_at_session_start(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The options each session was asked for; each request stops the command."""
+    starts: list[dict] = []
+
+    def starting(*args, **options):
+        starts.append(options)
+        raise SessionStarted
+
+    monkeypatch.setattr(commands, "start_session", starting)
+    return starts
+
+
 @pytest.fixture()
 def dbt_commands(monkeypatch: pytest.MonkeyPatch, session_starts) -> list[list[str]]:
     ran: list[list[str]] = []
@@ -151,27 +168,16 @@ def test_a_process_of_one_dbt_command_is_a_short_run_as_a_build_is(
 
 
 def test_the_whatif_in_a_process_of_its_own_is_a_short_run_on_a_small_landing(
-    monkeypatch, lakehouse
+    stopped_at_session_start, lakehouse
 ):
     """It reads the whole ledger: a short run only while the landing is small, and only in a
     process that ends after it."""
-
-    class SessionStarted(Exception):
-        pass
-
-    starts: list[dict] = []
-
-    def starting(*args, **options):
-        starts.append(options)
-        raise SessionStarted
-
-    monkeypatch.setattr(commands, "start_session", starting)
     for grow, ends_after in ((False, True), (False, False), (True, True)):
         if grow:
             _grow_past_a_short_run(lakehouse)
         with pytest.raises(SessionStarted):
             commands.whatif(PROJECT_DIR, lakehouse, process_ends_after=ends_after)
-    assert [start["short_run"] for start in starts] == [True, False, False]
+    assert [start["short_run"] for start in stopped_at_session_start] == [True, False, False]
 
 
 def test_a_landing_on_shared_storage_is_not_known_to_be_small(tmp_path):
@@ -180,25 +186,14 @@ def test_a_landing_on_shared_storage_is_not_known_to_be_small(tmp_path):
     assert commands.is_short_run(lakehouse, reads_all=False)
 
 
-def test_the_demo_in_a_process_of_its_own_is_a_short_run(monkeypatch, tmp_path):
+def test_the_demo_in_a_process_of_its_own_is_a_short_run(stopped_at_session_start, tmp_path):
     """Its generated landing is small (3,000 messages by default): the session it starts,
     before anything is built, is asked for a short run; a caller that goes on is not."""
-
-    class SessionStarted(Exception):
-        pass
-
-    starts: list[dict] = []
-
-    def starting(*args, **options):
-        starts.append(options)
-        raise SessionStarted
-
-    monkeypatch.setattr(commands, "start_session", starting)
     demo_lakehouse = Lakehouse(tmp_path / "demo-lakehouse", tmp_path / "demo-lakehouse" / "landing")
     for ends_after in (True, False):
         with pytest.raises(SessionStarted):
             commands.demo(PROJECT_DIR, demo_lakehouse, messages=10, process_ends_after=ends_after)
-    assert [start["short_run"] for start in starts] == [True, False]
+    assert [start["short_run"] for start in stopped_at_session_start] == [True, False]
 
 
 def test_a_failed_build_vouches_for_no_unit_test(dbt_commands, lakehouse, monkeypatch):
