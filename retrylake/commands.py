@@ -104,17 +104,18 @@ def build(
     return True
 
 
-# The most landing a build that reads all of it (a first build, a full refresh, the demo) may
-# read and still be a short run: measured in processes of their own, C1 took 7 to 16% off
-# such builds of up to 102 MB, and C2 won on the 1x bench history (docs/spark-settings.md,
-# "The JIT compiler").
+# The most landing a run that reads all of it (a first build, a full refresh, the demo, the
+# what-if, a dbt command whose reads are not known) may read and still be a short run:
+# measured in processes of their own, C1 took 7 to 16% off such builds of up to 102 MB, and
+# C2 won on the 1x bench history (docs/spark-settings.md, "The JIT compiler").
 SHORT_RUN_LANDING_BYTES = 64 * 2**20
 
 
 def is_short_run(lakehouse: Lakehouse, *, reads_all: bool) -> bool:
-    """Whether a process that runs one build and ends starts its JVM for a short run
-    (`start_session`): C2's compilations cost more than they save in an incremental build, as
-    from cron, and in one that reads all of a small local landing."""
+    """Whether a process that runs one command and ends (a build, a dbt command, the what-if)
+    starts its JVM for a short run (`start_session`): C2's compilations cost more than they
+    save in an incremental run, as from cron, and in one that reads all of a small local
+    landing."""
     if not reads_all:
         return True
     if lakehouse.landing_url is not None:  # shared storage Python cannot list: not known small

@@ -51,8 +51,8 @@ LOCAL_WAREHOUSE_DEFAULTS = {
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
-# The driver JVM of a short run (`is_short_run`: an incremental `retrylake build` in a new
-# process, as from cron, or one that reads a small landing whole) spends much of its CPU
+# The driver JVM of a short run (`is_short_run`: an incremental `retrylake build` or `dbt run`
+# in a new process, as from cron, or one that reads a small landing whole) spends much of its CPU
 # compiling Spark's planner, and C2's compilations cost more than their faster code saves
 # before the run ends: C1 only. C1 alone gets a 48 MB code cache, which a build fills (then
 # it compiles nothing more, or stops): keep tiered mode's 240 MB.
