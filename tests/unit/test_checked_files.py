@@ -3,13 +3,10 @@ with Jinja as dbt renders it and run on Spark: `files_changed_since_pass` says w
 the test has a record under this code and which files differ from it (added, removed, another
 length or modification time); a test without a record reads everything (none)."""
 
-import re
-from types import SimpleNamespace
-
 import pytest
-from jinja2 import Environment
 
 from tests.conftest import PROJECT_DIR
+from tests.unit.macro_calls import CompilerError, call_macro
 
 pytestmark = pytest.mark.spark
 
@@ -17,51 +14,12 @@ CHECKED_FILES = PROJECT_DIR / "macros" / "testing" / "checked_files.sql"
 CODE = "code-1"
 
 
-class _Table:
-    """What dbt's run_query returns (an agate table), as far as the macro reads it."""
-
-    def __init__(self, rows) -> None:
-        self.rows = [tuple(row) for row in rows]
-        self.columns = [
-            SimpleNamespace(values=lambda i=i: [row[i] for row in self.rows])
-            for i in range(len(rows[0]) if rows else 0)
-        ]
-
-
-class _Return(Exception):  # dbt's `return` raises, and its macro wrapper catches it
-    def __init__(self, value) -> None:
-        self.value = value
-
-
-def _raise_return(value) -> None:
-    raise _Return(value)
-
-
-class _CompilerError(Exception):
-    pass
-
-
-def _raise_compiler_error(message: str) -> None:
-    raise _CompilerError(message)
-
-
 def _call_macro(spark, macro: str, *args):
-    """One macro alone, with the macros it calls given their values here."""
-    text = CHECKED_FILES.read_text()
-    found = re.search(r"{% macro " + macro + r"\(.*?{% endmacro %}", text, re.DOTALL)
-    environment = Environment(extensions=["jinja2.ext.do"])
-    environment.globals.update(
-        checked_files_relation=lambda: "checked_files_under_test_meta.checked_files",
-        checks_code=lambda: CODE,
-        run_query=lambda sql: _Table(spark.sql(sql).collect()),
-        exceptions=SimpleNamespace(raise_compiler_error=_raise_compiler_error),
-        **{"return": _raise_return},
-    )
-    try:
-        getattr(environment.from_string(found.group(0)).module, macro)(*args)
-    except _Return as returned:
-        return returned.value
-    raise AssertionError(f"{macro} returned nothing")
+    given = {
+        "checked_files_relation": lambda: "checked_files_under_test_meta.checked_files",
+        "checks_code": lambda: CODE,
+    }
+    return call_macro(spark, CHECKED_FILES, macro, given, *args)
 
 
 def _files_changed_since_pass(spark, name: str, listed: str):
@@ -153,7 +111,7 @@ def test_table_locations_in_the_order_asked(spark, tmp_path) -> None:
         assert _call_macro(spark, "table_locations", ["Locations_Under_Test_A.T2"]) == [
             f"file:{tmp_path / 'locations_under_test_a.t2'}"
         ]
-        with pytest.raises(_CompilerError, match=r"locations_under_test_a\.t3"):
+        with pytest.raises(CompilerError, match=r"locations_under_test_a\.t3"):
             _call_macro(spark, "table_locations", ["locations_under_test_a.t3"])
     finally:
         spark.sql("drop database locations_under_test_a cascade")
