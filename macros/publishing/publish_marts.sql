@@ -101,6 +101,7 @@
 
     {#- 2. The views, one metastore update each: a reader sees a view before or after. -#}
     {%- do run_query("create database if not exists " ~ target.schema) -%}
+    {%- set views = run_query("show views in " ~ target.schema).columns[1].values() -%}
     {%- for mart in locations -%}
         {%- if local -%}
             {%- set source = folder ~ "/" ~ build ~ "/" ~ mart -%}
@@ -111,7 +112,7 @@
             {%- set has_files = true -%}
         {%- endif -%}
         {%- do replace_view(target.schema, mart,
-            published_view_select(source, local, columns[mart], has_files)) -%}
+            published_view_select(source, local, columns[mart], has_files), views) -%}
         {%- do run_query("alter view " ~ target.schema ~ "." ~ mart
             ~ " set tblproperties ('retrylake.published_build' = " ~ sql_string(build) ~ ")") -%}
     {%- endfor -%}
@@ -161,9 +162,12 @@
 {#- Point the view `schema.name` at `select_sql`. Spark's `create or replace view` drops the
     view and creates it again, so a reader in another process can find no view in between;
     `alter view ... as` is one metastore update. A table of that name (a mart of a lakehouse
-    built before publishing) is dropped first. -#}
-{% macro replace_view(schema, name, select_sql) %}
-    {%- set views = run_query("show views in " ~ schema).columns[1].values() -%}
+    built before publishing) is dropped first. `views`: the schema's views, if the caller
+    listed them already (once for all the marts). -#}
+{% macro replace_view(schema, name, select_sql, views=none) %}
+    {%- if views is none -%}
+        {%- set views = run_query("show views in " ~ schema).columns[1].values() -%}
+    {%- endif -%}
     {%- if name in views -%}
         {%- do run_query("alter view " ~ schema ~ "." ~ name ~ " as " ~ select_sql) -%}
     {%- else -%}
