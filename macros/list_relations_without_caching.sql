@@ -14,10 +14,9 @@
     {%- if flags.WHICH == 'generate' -%}
         {{ return(run_query("show table extended in " ~ schema ~ " like '*'")) }}
     {%- endif -%}
-    {#- a temporary view is listed with an empty schema, in either listing -#}
     {%- set views = [] -%}
     {%- for row in run_query("show views in " ~ schema).rows -%}
-        {%- do views.append(((row[0] or '') ~ '.' ~ row[1]) | lower) -%}
+        {%- do views.append(listed_relation_key(row)) -%}
     {%- endfor -%}
     {%- set facts = [] -%}
     {%- for node in fact_mart_nodes().values() if node.schema | lower == schema | lower -%}
@@ -27,14 +26,20 @@
     {%- if facts -%}
         {%- for row in run_query("show table extended in " ~ schema
             ~ " like '" ~ facts | join('|') ~ "'").rows -%}
-            {%- do described.update({((row[0] or '') ~ '.' ~ row[1]) | lower: row[3]}) -%}
+            {%- do described.update({listed_relation_key(row): row[3]}) -%}
         {%- endfor -%}
     {%- endif -%}
     {%- set rows = [] -%}
     {%- for row in run_query("show tables in " ~ schema).rows -%}
-        {%- set key = ((row[0] or '') ~ '.' ~ row[1]) | lower -%}
+        {%- set key = listed_relation_key(row) -%}
         {%- set listed = 'Type: ' ~ ('VIEW' if key in views else 'TABLE') ~ '\n' -%}
         {%- do rows.append([row[0], row[1], row[2], described.get(key, listed)]) -%}
     {%- endfor -%}
     {{ return(rows) }}
+{% endmacro %}
+
+{#- A listed relation's schema and name, in lower case as the metastore keeps them; a temporary
+    view is listed with an empty schema, in every listing. -#}
+{% macro listed_relation_key(row) %}
+    {{ return(((row[0] or '') ~ '.' ~ row[1]) | lower) }}
 {% endmacro %}

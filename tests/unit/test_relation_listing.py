@@ -1,6 +1,6 @@
 """How dbt lists a schema for its relation cache (macros/list_relations_without_caching.sql),
 rendered with Jinja as dbt renders it and run on Spark, against what dbt-spark's own listing,
-`show table extended`, gives for the same schema: the same relations, the same ones views, and
+`show table extended`, gives for the same schema: the same relations, the same ones as views, and
 the fact marts described in full, so that relation_lacks_columns still reads their columns."""
 
 from types import SimpleNamespace
@@ -22,7 +22,13 @@ FACT_MARTS = {
 
 
 def _listed(spark, command: str) -> list:
-    given = {"flags": SimpleNamespace(WHICH=command), "fact_mart_nodes": lambda: FACT_MARTS}
+    given = {
+        "flags": SimpleNamespace(WHICH=command),
+        "fact_mart_nodes": lambda: FACT_MARTS,
+        "listed_relation_key": lambda row: call_macro(
+            spark, LISTING, "listed_relation_key", {}, row
+        ),
+    }
     return call_macro(spark, LISTING, "spark__list_relations_without_caching", given,
                       SimpleNamespace(schema=SCHEMA))  # fmt: skip
 
