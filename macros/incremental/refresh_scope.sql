@@ -14,11 +14,43 @@
 {% endmacro %}
 
 {#- The partitions named in `partitions` (a relation of `lifecycle_date`, `lifecycle_hour` rows)
-    as (date, comma-separated hours) pairs, read now so they can be written as literals. -#}
+    as (date, comma-separated hours) pairs, read now so they can be written as literals. The
+    run's scope is read some 25 times a run: its post-hook leaves the pairs in the session
+    (remember_refresh_partitions), where a model on the same session reads them without a job. -#}
 {% macro partitions_by_date(partitions) %}
-    {{ return(run_query("select cast(lifecycle_date as string), "
-        ~ "concat_ws(', ', sort_array(collect_set(lifecycle_hour))) from " ~ partitions
-        ~ " where lifecycle_date is not null group by 1 order by 1").rows) }}
+    {%- set remembered = run_query("set " ~ remembered_partitions_key()).rows -%}
+    {%- set prefix = invocation_id ~ " " ~ partitions ~ " " -%}
+    {%- if remembered and remembered[0][1].startswith(prefix) -%}
+        {{ return(fromjson(remembered[0][1][prefix | length:])) }}
+    {%- endif -%}
+    {{ return(run_query(partitions_by_date_query(partitions)).rows) }}
+{% endmacro %}
+
+{% macro partitions_by_date_query(partitions) -%}
+    select cast(lifecycle_date as string), concat_ws(', ', sort_array(collect_set(lifecycle_hour)))
+    from {{ partitions }}
+    where lifecycle_date is not null
+    group by 1
+    order by 1
+{%- endmacro %}
+
+{#- The session property that holds this run's scope (partitions_by_date). -#}
+{% macro remembered_partitions_key() -%}
+    retrylake.refresh_partitions
+{%- endmacro %}
+
+{#- Post-hook of int_run__refresh_partitions, which no later node of the run writes: its pairs,
+    as partitions_by_date reads them, with the run's invocation id and the table's name, so that
+    a session shared by several runs (tests, `--watch`, `retrylake serve`) never reads another
+    run's. The plain dbt CLI through the server opens a session per thread: the threads that
+    do not find them here read the table. -#}
+{% macro remember_refresh_partitions() %}
+    {%- if execute and not in_unit_test() -%}
+        {%- set pairs = run_query(partitions_by_date_query(this)).rows | map('list') | list -%}
+        {%- do run_query("set " ~ remembered_partitions_key() ~ "=" ~ invocation_id ~ " " ~ this
+            ~ " " ~ tojson(pairs)) -%}
+    {%- endif -%}
+    select 1
 {% endmacro %}
 
 {#- A filter on the partition columns of a fact mart (`lifecycle_date`, `lifecycle_hour`, with

@@ -2,7 +2,8 @@
 {#- (The noqa above: sqlfluff lays out these macros as if they were one query.) -#}
 {#- The landing files of a feed not ingested yet: listed by `file_list` (a `<feed>_file_list`
     source, which reads no content) and not named in this staging table. Called by the feed's
-    lines model on incremental runs only. -#}
+    lines model on incremental runs only. The list is left in the session for the model's
+    post-hook (remembered_unread_files), which then reads only those files' lines. -#}
 {% macro unread_landing_files(file_list) %}
     {%- if not execute or in_unit_test() -%}
         {{ return([]) }}
@@ -18,7 +19,29 @@
             on file_list.path = ingested.source_file
         where file_list.length > 0
     {%- endset -%}
-    {{ return(run_query(unread_query).columns[0].values() | list) }}
+    {%- set unread = run_query(unread_query).columns[0].values() | list -%}
+    {%- set remembered = invocation_id ~ " " ~ this ~ " " ~ tojson(unread) -%}
+    {#- (SET ends its value at a semicolon: such a path is not remembered, and read again.) -#}
+    {%- if ";" not in remembered -%}
+        {%- do run_query("set " ~ unread_files_key(file_list) ~ "=" ~ remembered) -%}
+    {%- endif -%}
+    {{ return(unread) }}
+{% endmacro %}
+
+{#- The session property that holds a feed's unread files as this run's model found them. -#}
+{% macro unread_files_key(file_list) -%}
+    retrylake.unread_files.{{ file_list.identifier }}
+{%- endmacro %}
+
+{#- The files unread_landing_files found for this model in this run, or none: a full refresh
+    lists none, and the plain dbt CLI through the server can run a hook in another session. -#}
+{% macro remembered_unread_files(file_list) %}
+    {%- set found = run_query("set " ~ unread_files_key(file_list)).rows -%}
+    {%- set prefix = invocation_id ~ " " ~ this ~ " " -%}
+    {%- if found and found[0][1].startswith(prefix) -%}
+        {{ return(fromjson(found[0][1][prefix | length:])) }}
+    {%- endif -%}
+    {{ return(none) }}
 {% endmacro %}
 
 {#- A landing file that the text reader skipped (truncated or corrupt gzip) yields no line, so
@@ -26,10 +49,24 @@
     at again: one the reader of `files` can read is empty (a gzip of nothing) and is left alone;
     one it cannot is recorded as line 0 with the reason, the table's other columns null. Found
     this way rather than in the model, which would read every file twice. A crash before this
-    hook leaves the file unread, so the next run reads it and records it. -#}
+    hook leaves the file unread, so the next run reads it and records it. The files the model
+    set out to read are the only ones that can have become silent, so with their list in the
+    session only their lines are looked up; else (a full refresh) every file's. -#}
 {% macro record_unreadable_files(file_list, files) %}
     {%- if execute -%}
-        {%- set silent = unread_landing_files(file_list) -%}
+        {%- set read = remembered_unread_files(file_list) -%}
+        {%- if read is none -%}
+            {%- set silent = unread_landing_files(file_list) -%}
+        {%- elif read | length == 0 -%}
+            {%- set silent = [] -%}
+        {%- else -%}
+            {%- set with_lines_query -%}
+                select distinct source_file from {{ this }}
+                where line_number <= 1 and {{ landing_file_filter('source_file', read) }}
+            {%- endset -%}
+            {%- set with_lines = run_query(with_lines_query).columns[0].values() | list -%}
+            {%- set silent = read | reject('in', with_lines) | list -%}
+        {%- endif -%}
         {%- set readable = [] -%}
         {%- if silent | length > 0 -%}
             {%- set readable_query -%}

@@ -9,7 +9,8 @@ file, deliver a lifecycle's records in reverse order, hold a Pub back until afte
 was consumed, hold SubAfters back for a later batch, and replay old trace messages a day late.
 The dlq/ export's lines ride in the same batches, into dlq/ files: before or after the trace of
 their messages; so do the 5.x gRPC groups' span batches, listener events and broker log lines,
-into otel/, consume_events/ and broker_logs/ files."""
+into otel/, consume_events/ and broker_logs/ files. A trace file cut short lands with the second
+batch."""
 
 from __future__ import annotations
 
@@ -105,7 +106,19 @@ def _is_dlq_copy(line: str) -> bool:
     return '"offsetMsgId"' in line and not _grpc_feed(line)
 
 
-def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
+# A trace file cut short, as an exporter killed mid-write leaves it: the text reader skips it and
+# the lines model's post-hook records it as line 0 (the full landing's one build, and a split's
+# second batch, an incremental run).
+_NUMBERED = "".join(f'{{"n": {n}}}\n' for n in range(3000)).encode()
+BROKEN_TRACE_FILE = gzip.compress(_NUMBERED, mtime=0)[:3000]
+UNREADABLE = "file could not be read: truncated or corrupt"
+
+
+def _write_batch(landing: Path, number: int, lines: list[str], *, broken_file=False) -> None:
+    if broken_file:
+        folder = landing / "trace" / f"batch-{number:02d}"
+        folder.mkdir(parents=True)
+        (folder / "part-broken.jsonl.gz").write_bytes(BROKEN_TRACE_FILE)
     plain = [line for line in lines if not _grpc_feed(line)]
     feeds = [
         ("trace", ".jsonl", [line for line in plain if not _is_dlq_copy(line)]),
@@ -117,7 +130,7 @@ def _write_batch(landing: Path, number: int, lines: list[str]) -> None:
     ]
     for feed, suffix, feed_lines in feeds:
         folder = landing / feed / f"batch-{number:02d}"
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
         half = len(feed_lines) // 2  # one plain and one gzipped file per batch
         (folder / f"part-0{suffix}").write_text("".join(line + "\n" for line in feed_lines[:half]))
         (folder / f"part-1{suffix}.gz").write_bytes(
@@ -206,7 +219,7 @@ def landing_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 @pytest.fixture(scope="module")
 def full_landing(landing_lines, tmp_path_factory) -> Path:
     landing = tmp_path_factory.mktemp("law-full")
-    _write_batch(landing, 0, landing_lines)
+    _write_batch(landing, 0, landing_lines, broken_file=True)
     return landing
 
 
@@ -236,7 +249,7 @@ def _build_in_batches(
     what the first left: the days lifecycles moved from."""
     assert sum(len(batch) for batch in batches) > 0
     for number, batch in enumerate(batches):
-        _write_batch(landing, number, batch)
+        _write_batch(landing, number, batch, broken_file=number == 1)
         # `run` rather than `build`: the seeds are loaded and the data tests ran in the full build
         command = ["run", "--full-refresh"] if number == 0 else ["run"]
         if number == partly:
@@ -260,6 +273,9 @@ def _build_in_batches(
         dbt(PROJECT_DIR, Lakehouse(lakehouse.root, landing), command)
         # between batches too, where a later batch could mend what this run left behind
         _assert_stats_count_the_lifecycles(spark)
+        # (after the partial runs, this batch's files were read before this run)
+        unread = [] if number in (0, partly) else _landed_files(landing / "trace", number)
+        _assert_run_left_its_reads(spark, lakehouse, unread)
     return _marts(spark, lakehouse)
 
 
@@ -274,6 +290,37 @@ def _assert_stats_count_the_lifecycles(spark) -> None:
         " from retrylake_unpublished.message_lifecycles group by 1, 2"
     )
     assert sorted(map(tuple, counted.collect())) == sorted(map(tuple, lifecycles.collect()))
+
+
+def _landed_files(feed: Path, number: int) -> list[str]:
+    """The files of batch ``number`` in a feed's folder that hold bytes, as Spark names them."""
+    folder = feed / f"batch-{number:02d}"
+    return sorted(f"file:{path}" for path in folder.iterdir() if path.stat().st_size > 0)
+
+
+def _assert_run_left_its_reads(spark, lakehouse: Lakehouse, unread_trace: list[str]) -> None:
+    """What the last run left in the session for its later nodes (macros/incremental/
+    refresh_scope.sql, macros/landing/unread_landing_files.sql), under its invocation id: its
+    scope's partitions, as its table holds them, and the trace files it found unread (none on a
+    full refresh, which reads every file)."""
+    run = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
+    invocation = run["metadata"]["invocation_id"]
+    hours: dict[str, set[int]] = {}
+    for day, hour in spark.table("retrylake_meta.int_run__refresh_partitions").collect():
+        if day is not None:
+            hours.setdefault(str(day), set()).add(hour)
+    expected = [[day, ", ".join(map(str, sorted(hours[day])))] for day in sorted(hours)]
+    scope = spark.conf.get("retrylake.refresh_partitions")
+    prefix = f"{invocation} retrylake_meta.int_run__refresh_partitions "
+    assert scope.startswith(prefix), scope[:200]
+    assert json.loads(scope[len(prefix) :]) == expected
+    found = spark.conf.get("retrylake.unread_files.trace_file_list", "")
+    prefix = f"{invocation} retrylake_staging.stg_landing__trace_lines "
+    if unread_trace:
+        assert found.startswith(prefix), found[:200]
+        assert sorted(json.loads(found[len(prefix) :])) == unread_trace
+    else:  # a full refresh lists none; a run after the batch's files were read finds none
+        assert not found.startswith(prefix) or json.loads(found[len(prefix) :]) == []
 
 
 def _assert_same(built: dict, full: dict) -> None:
@@ -326,6 +373,8 @@ def test_a_random_split_builds_the_same_marts(
     assert spread >= set(GRPC_FEEDS), spread
     again = {"listener event landed again", "DLQ log line landed again"}
     assert again <= {reason for _, reason, _ in full_build["landing_ignored"]}
+    # the cut-short file, recorded by the full build and by the second batch's run alike
+    assert [row for row in full_build["landing_quarantine"] if UNREADABLE in row] != []
 
     # An upgrade that adds a column to a fact mart: the next run writes the whole history
     # again, so that every file has the column and the build publishes (a published view

@@ -6,7 +6,10 @@
 {{ config(
     materialized='table',
     schema='meta',
-    post_hook="{{ record_unsettled_partitions() }}",
+    post_hook=[
+        "{{ record_unsettled_partitions() }}",
+        "{{ remember_refresh_partitions() }}",
+    ],
 ) }}
 with
 
