@@ -15,13 +15,12 @@
 
 {#- The partitions named in `partitions` (a relation of `lifecycle_date`, `lifecycle_hour` rows)
     as (date, comma-separated hours) pairs, read now so they can be written as literals. The
-    run's scope is read some 25 times a run: its post-hook leaves the pairs in the session
-    (remember_refresh_partitions), where a model on the same session reads them without a job. -#}
+    run's scope is read some 25 times a run: its post-hook keeps the pairs for the run
+    (remember_refresh_partitions), and they are read back without a Spark job. -#}
 {% macro partitions_by_date(partitions) %}
-    {%- set remembered = run_query("set " ~ remembered_partitions_key()).rows -%}
-    {%- set prefix = invocation_id ~ " " ~ partitions ~ " " -%}
-    {%- if remembered and remembered[0][1].startswith(prefix) -%}
-        {{ return(fromjson(remembered[0][1][prefix | length:])) }}
+    {%- set remembered = remembered_for_run(remembered_partitions_key(), partitions) -%}
+    {%- if remembered is not none -%}
+        {{ return(remembered) }}
     {%- endif -%}
     {{ return(run_query(partitions_by_date_query(partitions)).rows) }}
 {% endmacro %}
@@ -40,15 +39,11 @@
 {%- endmacro %}
 
 {#- Post-hook of int_run__refresh_partitions, which no later node of the run writes: its pairs,
-    as partitions_by_date reads them, with the run's invocation id and the table's name, so that
-    a session shared by several runs (tests, `--watch`, `retrylake serve`) never reads another
-    run's. The plain dbt CLI through the server opens a session per thread: the threads that
-    do not find them here read the table. -#}
+    as partitions_by_date reads them, kept for the run (remember_for_run). -#}
 {% macro remember_refresh_partitions() %}
     {%- if execute and not in_unit_test() -%}
         {%- set pairs = run_query(partitions_by_date_query(this)).rows | map('list') | list -%}
-        {%- do run_query("set " ~ remembered_partitions_key() ~ "=" ~ invocation_id ~ " " ~ this
-            ~ " " ~ tojson(pairs)) -%}
+        {%- do remember_for_run(remembered_partitions_key(), this, pairs) -%}
     {%- endif -%}
     select 1
 {% endmacro %}

@@ -2,8 +2,8 @@
 {#- (The noqa above: sqlfluff lays out these macros as if they were one query.) -#}
 {#- The landing files of a feed not ingested yet: listed by `file_list` (a `<feed>_file_list`
     source, which reads no content) and not named in this staging table. Called by the feed's
-    lines model on incremental runs only. The list is left in the session for the model's
-    post-hook (remembered_unread_files), which then reads only those files' lines. -#}
+    lines model on incremental runs only. The list is kept for the run (remember_for_run): the
+    model's post-hook then reads only those files' lines. -#}
 {% macro unread_landing_files(file_list) %}
     {%- if not execute or in_unit_test() -%}
         {{ return([]) }}
@@ -20,29 +20,14 @@
         where file_list.length > 0
     {%- endset -%}
     {%- set unread = run_query(unread_query).columns[0].values() | list -%}
-    {%- set remembered = invocation_id ~ " " ~ this ~ " " ~ tojson(unread) -%}
-    {#- (SET ends its value at a semicolon: such a path is not remembered, and read again.) -#}
-    {%- if ";" not in remembered -%}
-        {%- do run_query("set " ~ unread_files_key(file_list) ~ "=" ~ remembered) -%}
-    {%- endif -%}
+    {%- do remember_for_run(unread_files_key(file_list), this, unread) -%}
     {{ return(unread) }}
 {% endmacro %}
 
-{#- The session property that holds a feed's unread files as this run's model found them. -#}
+{#- The session property that keeps a feed's unread files as this run's model found them. -#}
 {% macro unread_files_key(file_list) -%}
     retrylake.unread_files.{{ file_list.identifier }}
 {%- endmacro %}
-
-{#- The files unread_landing_files found for this model in this run, or none: a full refresh
-    lists none, and the plain dbt CLI through the server can run a hook in another session. -#}
-{% macro remembered_unread_files(file_list) %}
-    {%- set found = run_query("set " ~ unread_files_key(file_list)).rows -%}
-    {%- set prefix = invocation_id ~ " " ~ this ~ " " -%}
-    {%- if found and found[0][1].startswith(prefix) -%}
-        {{ return(fromjson(found[0][1][prefix | length:])) }}
-    {%- endif -%}
-    {{ return(none) }}
-{% endmacro %}
 
 {#- A landing file that the text reader skipped (truncated or corrupt gzip) yields no line, so
     after a feed's lines are written (post-hook), every file of `file_list` with none is looked
@@ -54,7 +39,8 @@
     session only their lines are looked up; else (a full refresh) every file's. -#}
 {% macro record_unreadable_files(file_list, files) %}
     {%- if execute -%}
-        {%- set read = remembered_unread_files(file_list) -%}
+        {#- none: a full refresh (it lists no unread files), or another session -#}
+        {%- set read = remembered_for_run(unread_files_key(file_list), this) -%}
         {%- if read is none -%}
             {%- set silent = unread_landing_files(file_list) -%}
         {%- elif read | length == 0 -%}
