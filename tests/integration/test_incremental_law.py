@@ -299,10 +299,10 @@ def _landed_files(feed: Path, number: int) -> list[str]:
 
 
 def _assert_run_left_its_reads(spark, lakehouse: Lakehouse, unread_trace: list[str]) -> None:
-    """What the last run left in the session for its later nodes (macros/incremental/
-    refresh_scope.sql, macros/landing/unread_landing_files.sql), under its invocation id: its
-    scope's partitions, as its table holds them, and the trace files it found unread (none on a
-    full refresh, which reads every file)."""
+    """What the last run left in the session for its later nodes, under its invocation id and
+    the relation it was read for (macros/incremental/remembered_for_run.sql): its scope's
+    partitions, as its table holds them, and the trace files it found unread (none on a full
+    refresh, which reads every file)."""
     run = json.loads((lakehouse.dbt_target / "run_results.json").read_text())
     invocation = run["metadata"]["invocation_id"]
     hours: dict[str, set[int]] = {}
